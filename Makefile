@@ -1,0 +1,34 @@
+# Two commands matter: `make demo` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+REFERENCE ?= ../shared/reference/pollux-osdi21
+
+.PHONY: install demo test validate bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/goodput-sim demo
+
+test: install
+	$(BIN)/python -m pytest
+
+validate: install
+	$(BIN)/goodput-sim validate --reference $(REFERENCE)
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+lint: install
+	$(BIN)/ruff check goodput_sim tests benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

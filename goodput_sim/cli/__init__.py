@@ -1,0 +1,38 @@
+"""Command-line entry point: `goodput-sim GROUP COMMAND ...`.
+
+Each submodule registers its commands on :data:`main`; user-input errors become one line on
+stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from goodput_sim import __version__
+from goodput_sim.errors import InputError
+
+
+class _Main(click.Group):
+    """Click group that turns :class:`InputError` into a one-line message and exit code 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except InputError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Main)
+@click.version_option(__version__, prog_name="goodput-sim")
+def main() -> None:
+    """Simulate GPU-cluster schedulers for deep-learning training jobs and compare their JCT."""
+
+
+def _register() -> None:
+    from goodput_sim.cli import profiles_cmd, toy_cmd, workload_cmd  # noqa: F401
+
+
+_register()

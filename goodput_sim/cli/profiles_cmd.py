@@ -1,0 +1,105 @@
+"""`goodput-sim profiles fit|check|show`: make, check and list application profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import yaml
+
+from goodput_sim.cli import main
+from goodput_sim.profiles import bundled_profiles_path, load_profiles
+from goodput_sim.profiles.fit import check_profile, fit_profile
+from goodput_sim.profiles.measured import load_measured_profiles
+
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+
+
+@main.group("profiles")
+def profiles() -> None:
+    """Application profiles: fit them from measurements, check them, list them."""
+
+
+@profiles.command("fit")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Output folder for <app>.yaml (default: the bundled traces/profiles/).",
+)
+def fit(folder: Path, out: Path | None) -> None:
+    """Fit one parametric YAML profile per application in measurement FOLDER."""
+    out = out or bundled_profiles_path()
+    out.mkdir(parents=True, exist_ok=True)
+    for name, measured in load_measured_profiles(folder).items():
+        data = fit_profile(measured, source=f"{folder.name}/{name}")
+        path = out / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
+        err = data["provenance"]["fit_error"]
+        click.echo(
+            f"{path}: step time median {err['step_time_median']:.1%}, "
+            f"p90 {err['step_time_p90']:.1%}; efficiency median {err['efficiency_median']:.1%}"
+        )
+
+
+@profiles.command("check")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option(
+    "--profiles",
+    "profiles_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Parametric profiles to check (default: the bundled traces/profiles/).",
+)
+@FORMAT
+def check(folder: Path, profiles_path: Path | None, fmt: str) -> None:
+    """Compare parametric profiles with every measurement in FOLDER."""
+    measured = load_measured_profiles(folder)
+    fitted = load_profiles(profiles_path)
+    results = {}
+    for name, truth in measured.items():
+        if name not in fitted:
+            click.echo(f"warning: no profile for {name!r}; skipped", err=True)
+            continue
+        results[name] = vars(check_profile(fitted[name], truth))
+    if fmt == "json":
+        click.echo(json.dumps(results, indent=2, sort_keys=True))
+        return
+    click.echo(f"{'application':<12} {'step med':>9} {'step p90':>9} {'eff med':>9} {'eff p90':>9}")
+    for name, r in results.items():
+        click.echo(
+            f"{name:<12} {r['step_time_median']:>9.1%} {r['step_time_p90']:>9.1%} "
+            f"{r['efficiency_median']:>9.1%} {r['efficiency_p90']:>9.1%}"
+        )
+
+
+@profiles.command("show")
+@click.option(
+    "--profiles",
+    "profiles_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Profiles folder (YAML or measurements; default: bundled).",
+)
+def show(profiles_path: Path | None) -> None:
+    """List profiles with their limits and total training progress."""
+    click.echo(
+        f"{'application':<12} {'M0':>6} {'max B':>7} {'local b':>11} {'epochs':>7} {'progress':>10}"
+    )
+    for name, p in sorted(load_profiles(profiles_path).items()):
+        lim = p.limits
+        click.echo(
+            f"{name:<12} {lim.init_batch_size:>6} {lim.max_batch_size:>7} "
+            f"{lim.min_local_bsz:>5}-{lim.max_local_bsz:<5} {lim.max_epochs:>7} "
+            f"{p.total_progress:>10.0f}"
+        )

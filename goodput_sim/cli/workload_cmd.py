@@ -1,0 +1,102 @@
+"""`goodput-sim workload ...`: derive Philly statistics, generate and check workload CSVs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from goodput_sim import workload as wl
+from goodput_sim.cli import main
+from goodput_sim.errors import InputError
+
+
+@main.group("workload")
+def workload() -> None:
+    """Derive Philly statistics, generate workloads and validate workload CSVs."""
+
+
+@workload.command("stats")
+@click.argument("philly_csv", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("traces/philly_stats.yaml"),
+    show_default=True,
+    help="Where to write the statistics YAML.",
+)
+def stats_cmd(philly_csv: Path, output: Path) -> None:
+    """Derive arrival and job-size statistics from the raw Philly trace (philly.csv)."""
+    stats = wl.derive_philly_stats(philly_csv)
+    wl.write_philly_stats(stats, output)
+    window = stats["window"]
+    fractions = stats["gpu_time_buckets"]["window"]["fractions"]
+    mix = " / ".join(f"{b} {100 * f:.1f}%" for b, f in fractions.items())
+    hours = stats["provenance"]["window_hours"]
+    click.echo(f"wrote {output}: {window['rows']} jobs in the {hours}-hour window; {mix}")
+
+
+@workload.command("generate")
+@click.option(
+    "--preset",
+    type=click.Choice(sorted(wl.PRESETS)),
+    default="default",
+    show_default=True,
+    help="Named defaults; the options below override them.",
+)
+@click.option("--jobs", type=int, help="Number of jobs.")
+@click.option("--hours", type=int, help="Arrival span in hours (within one day's pattern).")
+@click.option("--days", type=int, help="Arrival span in days (full 24-hour pattern per day).")
+@click.option("--seed", type=int, help="Random seed.")
+@click.option(
+    "--realistic",
+    is_flag=True,
+    default=None,
+    help="Philly GPU requests and batch = M0 x GPUs instead of TunedJobs.",
+)
+@click.option(
+    "--stats",
+    "stats_path",
+    type=click.Path(path_type=Path),
+    help="Philly statistics YAML [default: bundled traces/philly_stats.yaml].",
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
+)
+def generate_cmd(
+    preset: str,
+    jobs: int | None,
+    hours: int | None,
+    days: int | None,
+    seed: int | None,
+    realistic: bool | None,
+    stats_path: Path | None,
+    output: Path,
+) -> None:
+    """Generate a workload CSV from Philly statistics."""
+    if hours is not None and days is not None:
+        raise InputError(None, "give --hours or --days, not both", "--hours/--days")
+    base = wl.PRESETS[preset]
+    if hours is None and days is None:  # span from the preset unless one is given
+        hours, days = base.hours, base.days
+    stats = wl.load_philly_stats(stats_path or wl.bundled_path("philly_stats.yaml"))
+    df = wl.generate_workload(
+        stats,
+        num_jobs=base.num_jobs if jobs is None else jobs,
+        hours=base.hours if hours is None else hours,
+        seed=base.seed if seed is None else seed,
+        days=days,
+        realistic=base.realistic if realistic is None else realistic,
+    )
+    wl.write_workload(df, output)
+    click.echo(f"wrote {output}: {wl.summarize_workload(df)}")
+
+
+@workload.command("check")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--max-gpus", type=int, help="Reject jobs asking for more GPUs than this.")
+def check_cmd(file: Path, max_gpus: int | None) -> None:
+    """Validate a workload CSV and print a one-line summary (jobs, span, mix)."""
+    df = wl.load_workload(file, applications=wl.TUNED_CONFIGURATIONS, max_gpus=max_gpus)
+    click.echo(f"{file}: {wl.summarize_workload(df)}")

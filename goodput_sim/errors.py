@@ -1,0 +1,27 @@
+"""One error type for bad user input, so the CLI can print one line and exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Bad user input: names the source (file), where in it (line, row or field) and the problem."""
+
+    def __init__(self, source: str | Path | None, problem: str, where: str | int | None = None):
+        self.source = str(source) if source is not None else None
+        self.where = where
+        self.problem = problem
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.source, self._where_text()) if p]
+        prefix = ": ".join(parts)
+        return f"{prefix}: {self.problem}" if prefix else self.problem
+
+    def _where_text(self) -> str | None:
+        if self.where is None:
+            return None
+        if isinstance(self.where, int):
+            return f"line {self.where}"
+        return str(self.where)

@@ -1,0 +1,1 @@
+"""Job models: throughput (step time), statistical efficiency, and their product, goodput."""

@@ -1,0 +1,143 @@
+"""Goodput = throughput x statistical efficiency, and the best batch configuration (SPEC 4.2-4.3).
+
+Everything here is vectorised over many (nodes, replicas) allocations at once: the candidate
+batch sizes form a (allocations x candidates) grid evaluated in a handful of numpy operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from goodput_sim.models.efficiency import gain
+from goodput_sim.models.throughput import ThroughputParams, step_times
+
+CANDIDATES = 50  # geometrically spaced total-batch candidates per allocation (SPEC 4.2)
+_EPS = 1e-8
+
+
+@dataclass(frozen=True)
+class BatchChoice:
+    """Best configuration per allocation: goodput (M0-samples/s), per-GPU batch, accumulation."""
+
+    goodput: NDArray
+    local_bsz: NDArray
+    accum_steps: NDArray
+
+
+@dataclass(frozen=True)
+class GoodputModel:
+    """A job's belief: fitted throughput parameters plus its current gradient statistics."""
+
+    params: ThroughputParams
+    init_batch_size: int
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    grad_sqr: float
+    grad_var: float
+
+    def throughput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
+        """Examples per second."""
+        *_, t_iter = step_times(self.params, nodes, replicas, local_bsz, accum_steps)
+        return np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1) / t_iter
+
+    def goodput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
+        """Progress per second in M0-samples: ``M0 * gain(M) / T_iter``."""
+        *_, t_iter = step_times(self.params, nodes, replicas, local_bsz, accum_steps)
+        total = np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1)
+        return (
+            self.init_batch_size
+            * gain(total, self.init_batch_size, self.grad_sqr, self.grad_var)
+            / t_iter
+        )
+
+    def optimize(
+        self, nodes: ArrayLike, replicas: ArrayLike, statistical: bool = True
+    ) -> BatchChoice:
+        """Best (b, s) for each (nodes, replicas) pair, maximising goodput (or, with
+        ``statistical=False``, raw examples per second, the throughput-only objective)."""
+        nodes = np.atleast_1d(np.asarray(nodes, dtype=np.float64))
+        replicas = np.atleast_1d(np.asarray(replicas, dtype=np.float64))
+        nodes, replicas = np.broadcast_arrays(nodes, replicas)
+        if nodes.size > 64:  # many allocations repeat: solve each distinct pair once
+            pairs, inverse = np.unique(
+                np.stack([nodes, replicas], axis=1), axis=0, return_inverse=True
+            )
+            unique = (
+                self.optimize(pairs[:, 0], pairs[:, 1], statistical)
+                if len(pairs) < nodes.size
+                else None
+            )
+            if unique is not None:
+                inverse = inverse.ravel()
+                return BatchChoice(
+                    unique.goodput[inverse], unique.local_bsz[inverse], unique.accum_steps[inverse]
+                )
+        local_bsz, accum = candidate_configs(
+            replicas,
+            self.init_batch_size,
+            self.max_batch_size,
+            self.min_local_bsz,
+            self.max_local_bsz,
+        )
+        n, r = nodes[:, None], replicas[:, None]
+        if statistical:
+            value = self.goodput(n, r, local_bsz, accum)
+        else:
+            value = self.throughput(n, r, local_bsz, accum)
+        value = np.where(
+            (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz), 0.0, value
+        )
+        best = np.argmax(value, axis=1)
+        rows = np.arange(len(best))
+        b, s = local_bsz[rows, best], accum[rows, best]
+        # The job's final clamp (SPEC 4.2 step 4): never exceed the largest validated batch.
+        b = np.maximum(np.minimum(b, np.floor(self.max_batch_size / (replicas * (s + 1)))), 1.0)
+        return BatchChoice(value[rows, best], b, s)
+
+    def speedup(self, nodes: ArrayLike, replicas: ArrayLike, base_goodput: float) -> NDArray:
+        """Best goodput at each allocation relative to ``base_goodput``; 0 for no GPUs."""
+        replicas = np.atleast_1d(np.asarray(replicas, dtype=np.float64))
+        out = np.zeros(replicas.shape)
+        some = replicas > 0
+        if some.any():
+            nodes = np.broadcast_to(np.asarray(nodes, dtype=np.float64), replicas.shape)
+            out[some] = self.optimize(nodes[some], replicas[some]).goodput / base_goodput
+        return out
+
+
+def candidate_configs(
+    replicas: NDArray,
+    init_batch: float,
+    max_batch: float,
+    min_local: float,
+    max_local: float,
+    count: int = CANDIDATES,
+) -> tuple[NDArray, NDArray]:
+    """(b, s) grids for ``count`` total batches from max(M0, b_min*R) to the maximum, geometric."""
+    r = replicas[:, None]
+    low = np.maximum(init_batch, min_local * replicas)
+    fraction = np.linspace(0.0, 1.0, count)[None, :]
+    total = low[:, None] * (max_batch / low[:, None]) ** fraction
+    local = total / r
+    accum = np.ceil(local / max_local - _EPS) - 1
+    single = (r == 1) & (local > init_batch + _EPS)  # one GPU above M0 needs 2 micro-steps
+    accum = np.where(single, np.maximum(accum, 1), accum)
+    local_bsz = np.ceil(local / (accum + 1) - _EPS)
+    return local_bsz, accum
+
+
+def fixed_batch_config(
+    total_batch: float, replicas: int, init_batch: int, max_batch: int, max_local: int
+) -> tuple[int, int]:
+    """(b, s) for a job that keeps one total batch size on ``replicas`` GPUs (SPEC 5.3)."""
+    local = np.ceil(total_batch / replicas - _EPS)
+    accum = np.ceil(local / max_local - _EPS) - 1
+    if replicas == 1 and total_batch > init_batch:
+        accum = max(accum, 1)
+    b = np.ceil(local / (accum + 1) - _EPS)
+    b = max(min(b, np.floor(max_batch / (replicas * (accum + 1)))), 1)
+    return int(b), int(accum)

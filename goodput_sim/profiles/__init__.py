@@ -1,0 +1,43 @@
+"""Application profiles: the ground truth of how each training job runs (see ``base``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from goodput_sim.errors import InputError
+from goodput_sim.profiles.base import ApplicationProfile, Limits, Placement, canonical_placement
+from goodput_sim.profiles.measured import (
+    MeasuredProfile,
+    is_measurement_folder,
+    load_measured_profiles,
+)
+from goodput_sim.profiles.parametric import ParametricProfile, load_parametric_profiles
+
+__all__ = [
+    "ApplicationProfile",
+    "Limits",
+    "MeasuredProfile",
+    "ParametricProfile",
+    "Placement",
+    "bundled_profiles_path",
+    "canonical_placement",
+    "load_profiles",
+]
+
+
+def bundled_profiles_path() -> Path:
+    """The shipped parametric profiles, ``traces/profiles/`` beside the package."""
+    return Path(__file__).resolve().parents[2] / "traces" / "profiles"
+
+
+def load_profiles(path: str | Path | None = None) -> dict[str, ApplicationProfile]:
+    """Profiles from a folder of YAML files or a measurement folder (default: the bundled YAML)."""
+    path = Path(path) if path is not None else bundled_profiles_path()
+    if not path.exists():
+        raise InputError(path, "profiles path does not exist")
+    if path.is_file():
+        profile = ParametricProfile.from_yaml(path)
+        return {profile.name: profile}
+    if is_measurement_folder(path):
+        return dict(load_measured_profiles(path))
+    return dict(load_parametric_profiles(path))

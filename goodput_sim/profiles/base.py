@@ -1,0 +1,72 @@
+"""The questions every application profile answers: the ground truth the engine advances jobs with.
+
+Two kinds implement it: :class:`~goodput_sim.profiles.measured.MeasuredProfile` (raw reference
+measurements, interpolated) and :class:`~goodput_sim.profiles.parametric.ParametricProfile`
+(the compact YAML the project ships). The engine and the policies cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+Placement = tuple[int, ...]
+"""GPUs used on each node that holds at least one replica of a job, e.g. (4, 4, 2)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Batch-size and length limits of an application (SPEC 1.6)."""
+
+    init_batch_size: int  # M0: the reference batch that progress is measured against
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    max_epochs: int
+
+
+def canonical_placement(placement: ArrayLike) -> Placement:
+    """Drop empty nodes and rotate to the lexicographically smallest cyclic rotation (SPEC 2.1)."""
+    digits = tuple(int(g) for g in np.ravel(placement) if g > 0)
+    if not digits:
+        return ()
+    return min(digits[i:] + digits[:i] for i in range(len(digits)))
+
+
+class ApplicationProfile(ABC):
+    """Ground truth for one application: step times, gradient statistics and progress.
+
+    Subclasses set ``name``, ``limits`` and ``progress_thresholds`` and implement the three
+    lookups. Every lookup is defined everywhere (inputs are clamped to the data, never raising),
+    because the engine must be able to run any allocation a policy chooses.
+    """
+
+    name: str
+    limits: Limits
+    progress_thresholds: NDArray[np.float64]
+    """P(e) for e = 0..max_epochs: progress needed to have completed e epochs (P(0) = 0)."""
+
+    @abstractmethod
+    def step_sync(self, placement: Placement, local_bsz: ArrayLike) -> tuple[NDArray, NDArray]:
+        """True (step, sync) seconds of one optimizer step without accumulation."""
+
+    @abstractmethod
+    def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
+        """True (grad_sqr, grad_var) at total batch ``batch_size`` during 0-based ``epoch``."""
+
+    @abstractmethod
+    def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
+        """Cumulative optimizer steps at ``batch_size`` by the end of 0-based ``epoch``."""
+
+    @property
+    def total_progress(self) -> float:
+        """Progress at which a job of this application completes: P(max_epochs)."""
+        return float(self.progress_thresholds[-1])
+
+    def epoch_of(self, progress: ArrayLike) -> NDArray[np.int64]:
+        """Number of completed epochs at ``progress`` (capped at max_epochs)."""
+        epochs = np.searchsorted(self.progress_thresholds, progress, side="right") - 1
+        return np.clip(epochs, 0, self.limits.max_epochs)

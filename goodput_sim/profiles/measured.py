@@ -1,0 +1,245 @@
+"""Read the reference measurement format (SPEC 1-2) into an interpolating application profile.
+
+A measurement folder has ``<app>/placements.csv``, ``<app>/scalability.csv`` and
+``<app>/validation-<B>.csv``. Deliberate deviations from the reference oracle, so that any
+allocation a policy picks has a defined answer instead of a crash:
+
+* a per-GPU batch outside a placement's measured range is clamped to that range (the reference
+  raises);
+* a placement on more than 4 nodes outside the convex hull of the (nodes, replicas, batch)
+  point cloud takes the nearest measured point (the reference returns NaN and asserts);
+* a total batch outside the validated batch sizes, or an epoch past the last row, is clamped.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+
+from goodput_sim.errors import InputError
+from goodput_sim.profiles.base import (
+    ApplicationProfile,
+    Limits,
+    Placement,
+    canonical_placement,
+)
+
+PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
+SCALABILITY_COLUMNS = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
+VALIDATION_COLUMNS = ("progress", "iteration", "metric", "grad_sqr", "grad_var")
+MAX_INTERPOLATED_NODES = 16  # the reference clamps node counts to its largest measured count
+
+# Per-application overrides of limits derived from the traces (SPEC 1.6: yolov3's max local
+# batch is 8 although its trace goes to 16).
+LIMIT_OVERRIDES: dict[str, dict[str, int]] = {"yolov3": {"max_local_bsz": 8}}
+
+_VALIDATION_NAME = re.compile(r"^validation-(\d+)\.csv$")
+
+
+def read_table(
+    path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """Read a measurement CSV, checking columns, numbers and signs; errors name file and row."""
+    if not path.is_file():
+        raise InputError(path, "file is missing")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise InputError(path, f"not a readable CSV file ({err})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(
+            path, f"missing column(s) {', '.join(missing)}; expected {', '.join(columns)}"
+        )
+    if frame.empty:
+        raise InputError(path, "has no data rows")
+    out = pd.DataFrame(index=frame.index)
+    for column in columns:
+        values = pd.to_numeric(frame[column].str.strip(), errors="coerce")
+        bad = values.isna() | ~np.isfinite(values)
+        if bad.any():
+            row = int(np.argmax(bad.to_numpy()))
+            raise InputError(
+                path,
+                f"column {column!r} must be a number, found {frame[column].iloc[row]!r}",
+                where=row + 2,
+            )
+        if column in positive and (values <= 0).any():
+            row = int(np.argmax((values <= 0).to_numpy()))
+            raise InputError(
+                path, f"column {column!r} must be positive, found {values.iloc[row]}", where=row + 2
+            )
+        out[column] = values.to_numpy(dtype=np.float64)
+    return out
+
+
+def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) -> NDArray:
+    """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2)."""
+    key = np.clip(np.asarray(key, dtype=np.float64), keys[0], keys[-1])
+    row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
+    hi = np.clip(np.searchsorted(keys, key, side="left"), 0, len(keys) - 1)
+    lo = np.clip(np.searchsorted(keys, key, side="right") - 1, 0, len(keys) - 1)
+    span = keys[hi] - keys[lo]
+    weight = np.divide(key - keys[lo], span, out=np.zeros_like(key), where=span > 0)
+    return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
+
+
+class MeasuredProfile(ApplicationProfile):
+    """Ground truth read straight from a measurement folder, interpolated as SPEC 2 describes."""
+
+    def __init__(self, folder: str | Path, name: str | None = None):
+        folder = Path(folder)
+        self.folder = folder
+        self.name = name or folder.name
+        placements = read_table(
+            folder / "placements.csv", PLACEMENT_COLUMNS, positive=PLACEMENT_COLUMNS[:3]
+        )
+        self._check_sync(folder / "placements.csv", placements)
+        scalability = read_table(
+            folder / "scalability.csv", SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
+        )
+        self._check_sync(folder / "scalability.csv", scalability)
+        self.placements = self._with_placement_columns(folder / "placements.csv", placements)
+        self.scalability = scalability
+        self.batch_sizes, self.validation = self._read_validation(folder)
+        self._by_placement = {
+            key: (g["local_bsz"].to_numpy(), g["step_time"].to_numpy(), g["sync_time"].to_numpy())
+            for key, g in self.placements.sort_values("local_bsz").groupby("key", sort=False)
+        }
+        stacked = {
+            c: np.stack([v[c].to_numpy() for v in self.validation]) for c in VALIDATION_COLUMNS
+        }
+        self._grad_sqr, self._grad_var = stacked["grad_sqr"], stacked["grad_var"]
+        self._iteration = stacked["iteration"]
+        self.progress_table = stacked["progress"]
+        epochs = self.progress_table.shape[1]
+        self.progress_thresholds = np.concatenate([[0.0], self.progress_table.min(axis=0)])
+        overrides = LIMIT_OVERRIDES.get(self.name, {})
+        self.limits = Limits(
+            init_batch_size=int(self.batch_sizes[0]),
+            max_batch_size=int(self.batch_sizes[-1]),
+            min_local_bsz=int(overrides.get("min_local_bsz", placements["local_bsz"].min())),
+            max_local_bsz=int(overrides.get("max_local_bsz", placements["local_bsz"].max())),
+            max_epochs=epochs,
+        )
+
+    @staticmethod
+    def _check_sync(path: Path, frame: pd.DataFrame) -> None:
+        bad = (frame["sync_time"] < 0) | (frame["sync_time"] > frame["step_time"])
+        if bad.any():
+            row = int(np.argmax(bad.to_numpy()))
+            raise InputError(path, "sync_time must lie in [0, step_time]", where=row + 2)
+
+    @staticmethod
+    def _with_placement_columns(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+        digits = []
+        for row, value in enumerate(frame["placement"]):
+            text = str(int(value))
+            if value != int(value) or any(d == "0" for d in text):
+                raise InputError(
+                    path, f"placement must be digits 1-9, found {value}", where=row + 2
+                )
+            digits.append(canonical_placement([int(d) for d in text]))
+        frame = frame.copy()
+        frame["key"] = digits
+        frame["num_nodes"] = [len(d) for d in digits]
+        frame["num_replicas"] = [sum(d) for d in digits]
+        return frame
+
+    @staticmethod
+    def _read_validation(folder: Path) -> tuple[NDArray, list[pd.DataFrame]]:
+        files = sorted(
+            (int(m.group(1)), p)
+            for p in folder.glob("validation-*.csv")
+            if (m := _VALIDATION_NAME.match(p.name))
+        )
+        if not files:
+            raise InputError(folder / "validation-<B>.csv", "file is missing (no validation files)")
+        tables = [read_table(p, VALIDATION_COLUMNS) for _, p in files]
+        for (_, path), table in zip(files, tables, strict=True):
+            for column in ("grad_sqr", "grad_var", "iteration"):
+                bad = table[column] < 0
+                if bad.any():
+                    row = int(np.argmax(bad.to_numpy()))
+                    raise InputError(path, f"column {column!r} must not be negative", where=row + 2)
+        lengths = {len(t) for t in tables}
+        if len(lengths) != 1:
+            raise InputError(
+                folder, f"validation files disagree on the number of epochs: {lengths}"
+            )
+        return np.array([b for b, _ in files], dtype=np.float64), tables
+
+    # ----------------------------------------------------------------------------- throughput
+    def step_sync(self, placement: Placement, local_bsz: ArrayLike) -> tuple[NDArray, NDArray]:
+        key = canonical_placement(placement)
+        local_bsz = np.asarray(local_bsz, dtype=np.float64)
+        if key in self._by_placement:
+            bsz, step, sync = self._by_placement[key]
+            return np.interp(local_bsz, bsz, step), np.interp(local_bsz, bsz, sync)
+        nodes = min(len(key), MAX_INTERPOLATED_NODES)
+        points = np.column_stack(
+            np.broadcast_arrays(float(nodes), float(sum(key)), local_bsz.ravel())
+        )
+        step, sync = self._scattered(points)
+        return step.reshape(local_bsz.shape), sync.reshape(local_bsz.shape)
+
+    def _scattered(self, points: NDArray) -> tuple[NDArray, NDArray]:
+        linear, nearest = self._scattered_interpolators
+        values = linear(points)
+        missing = np.isnan(values).any(axis=1)
+        if missing.any():
+            values[missing] = nearest(points[missing])
+        return values[:, 0], values[:, 1]
+
+    @cached_property
+    def _scattered_interpolators(self) -> tuple[LinearNDInterpolator, NearestNDInterpolator]:
+        """3-D (nodes, replicas, local batch) interpolators, built once (the reference rebuilt
+        its triangulation on every cache miss)."""
+        cols = ["num_nodes", "num_replicas", "local_bsz"]
+        small = self.placements.groupby(cols, as_index=False)[["step_time", "sync_time"]].mean()
+        cloud = pd.concat([small, self.scalability[cols + ["step_time", "sync_time"]]])
+        xyz = cloud[cols].to_numpy()
+        values = cloud[["step_time", "sync_time"]].to_numpy()
+        return LinearNDInterpolator(xyz, values), NearestNDInterpolator(xyz, values)
+
+    # ------------------------------------------------------------------ statistical efficiency
+    def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
+        return (
+            _interp_rows(self.batch_sizes, self._grad_sqr, batch_size, epoch),
+            _interp_rows(self.batch_sizes, self._grad_var, batch_size, epoch),
+        )
+
+    def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
+        return _interp_rows(self.batch_sizes, self._iteration, batch_size, epoch)
+
+    def measurements(self) -> pd.DataFrame:
+        """Every throughput measurement as rows of (placement, nodes, replicas, b, step, sync);
+        scalability rows carry no placement (None)."""
+        small = self.placements[
+            ["key", "num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"]
+        ]
+        small = small.rename(columns={"key": "placement"})
+        large = self.scalability.assign(placement=None)[small.columns]
+        return pd.concat([small, large], ignore_index=True)
+
+
+def is_measurement_folder(path: Path) -> bool:
+    """True when ``path`` holds per-application measurement sub-folders."""
+    return any((child / "placements.csv").is_file() for child in path.iterdir() if child.is_dir())
+
+
+def load_measured_profiles(folder: str | Path) -> dict[str, MeasuredProfile]:
+    """Every application in a measurement folder, keyed by application name."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(folder, "measurement folder does not exist")
+    apps = sorted(c for c in folder.iterdir() if c.is_dir() and not c.name.startswith("."))
+    if not apps:
+        raise InputError(folder, "no application sub-folders found")
+    return {app.name: MeasuredProfile(app) for app in apps}

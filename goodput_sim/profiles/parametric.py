@@ -1,0 +1,261 @@
+"""Compact fitted application profiles: the data the project ships (``traces/profiles/*.yaml``).
+
+The ground-truth step time keeps the shape of the Pollux model (SPEC 3.1), compute and
+communication overlapping as a gamma-norm, but with the corrections real measurements need for
+fidelity: compute time is piecewise linear in the per-GPU batch through fitted knots, gradient
+exchange time is a fitted table over (nodes, replicas) and gamma is fitted per node count.
+Gradient statistics are log-linear between knots over epochs and linear in total batch size
+between the validated batch sizes, as SPEC 2.2 does for the raw traces.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from numpy.typing import ArrayLike, NDArray
+from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+
+from goodput_sim.errors import InputError
+from goodput_sim.models.efficiency import gain
+from goodput_sim.profiles.base import ApplicationProfile, Limits, Placement, canonical_placement
+from goodput_sim.profiles.measured import _interp_rows
+
+SCHEMA_VERSION = 1
+
+
+def gamma_norm(a: NDArray, b: NDArray, gamma: ArrayLike) -> NDArray:
+    """``(a^g + b^g)^(1/g)``, computed without overflow."""
+    big, small = np.maximum(a, b), np.minimum(a, b)
+    return big * (1.0 + (small / big) ** gamma) ** (1.0 / np.asarray(gamma))
+
+
+def _require(data: dict, key: str, source: str | Path, section: str = "") -> Any:
+    if not isinstance(data, dict) or key not in data:
+        where = f"{section}.{key}" if section else key
+        raise InputError(source, f"missing field {where!r}", where=f"field {where}")
+    return data[key]
+
+
+def _array(data: dict, key: str, source, section: str, ndim: int = 1) -> NDArray:
+    value = _require(data, key, source, section)
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(
+            source, "must be a list of numbers", where=f"field {section}.{key}"
+        ) from None
+    if array.ndim != ndim or array.size == 0 or not np.all(np.isfinite(array)):
+        raise InputError(
+            source,
+            f"must be a non-empty {ndim}-D list of finite numbers",
+            where=f"field {section}.{key}",
+        )
+    return array
+
+
+class ParametricProfile(ApplicationProfile):
+    """Ground truth from a fitted YAML profile; answers the same questions as a measured one."""
+
+    def __init__(self, data: dict, source: str | Path = "<profile>"):
+        self.source = str(source)
+        self.data = data
+        self.name = str(_require(data, "application", source))
+        limits = _require(data, "limits", source)
+        try:
+            self.limits = Limits(
+                **{
+                    k: int(_require(limits, k, source, "limits"))
+                    for k in Limits.__dataclass_fields__
+                }
+            )
+        except (TypeError, ValueError):
+            raise InputError(source, "limits must be integers", where="field limits") from None
+        tp = _require(data, "throughput", source)
+        compute = _require(tp, "compute", source, "throughput")
+        self._knot_bsz = _array(compute, "local_bsz", source, "throughput.compute")
+        self._knot_acc = _array(compute, "accum_time", source, "throughput.compute")
+        network = _require(tp, "network", source, "throughput")
+        self._net_nodes = _array(network, "nodes", source, "throughput.network")
+        self._net_replicas = _array(network, "replicas", source, "throughput.network")
+        self._net_time = _array(network, "time", source, "throughput.network")
+        gamma = _require(tp, "gamma", source, "throughput")
+        self._gamma_nodes = _array(gamma, "nodes", source, "throughput.gamma")
+        self._gamma_value = _array(gamma, "value", source, "throughput.gamma")
+        progress = _require(data, "progress", source)
+        thresholds = _array(progress, "thresholds", source, "progress")
+        self.progress_thresholds = np.concatenate([[0.0], thresholds])
+        stats = _require(data, "gradient_stats", source)
+        self.batch_sizes = _array(stats, "batch_sizes", source, "gradient_stats")
+        self._stat_epochs = _array(stats, "epochs", source, "gradient_stats")
+        self._log_sqr = _array(stats, "log_grad_sqr", source, "gradient_stats", ndim=2)
+        self._log_var = _array(stats, "log_grad_var", source, "gradient_stats", ndim=2)
+        self._validate(source)
+
+    def _validate(self, source) -> None:
+        checks = [
+            (
+                len(self._knot_bsz) == len(self._knot_acc),
+                "throughput.compute",
+                "lists differ in length",
+            ),
+            (np.all(np.diff(self._knot_bsz) > 0), "throughput.compute.local_bsz", "must increase"),
+            (np.all(self._knot_acc > 0), "throughput.compute.accum_time", "must be positive"),
+            (
+                len(self._net_nodes) == len(self._net_replicas) == len(self._net_time),
+                "throughput.network",
+                "lists differ in length",
+            ),
+            (np.all(self._net_time > 0), "throughput.network.time", "must be positive"),
+            (
+                len(self._gamma_nodes) == len(self._gamma_value),
+                "throughput.gamma",
+                "lists differ in length",
+            ),
+            (np.all(self._gamma_value >= 1), "throughput.gamma.value", "must be >= 1"),
+            (
+                len(self.progress_thresholds) == self.limits.max_epochs + 1,
+                "progress.thresholds",
+                f"must list one threshold per epoch ({self.limits.max_epochs})",
+            ),
+            (np.all(np.diff(self.progress_thresholds) > 0), "progress.thresholds", "must increase"),
+            (
+                self._log_sqr.shape
+                == self._log_var.shape
+                == (len(self.batch_sizes), len(self._stat_epochs)),
+                "gradient_stats",
+                "tables must be (batch sizes) x (epochs)",
+            ),
+        ]
+        for ok, field, problem in checks:
+            if not ok:
+                raise InputError(source, problem, where=f"field {field}")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ParametricProfile:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            raise InputError(
+                path, f"malformed YAML ({getattr(err, 'problem', err)})", where=line
+            ) from None
+        except OSError as err:
+            raise InputError(path, f"cannot read file ({err.strerror})") from None
+        if not isinstance(data, dict):
+            raise InputError(path, "expected a mapping at the top level")
+        return cls(data, source=path)
+
+    # ----------------------------------------------------------------------------- throughput
+    def accum_time(self, local_bsz: ArrayLike) -> NDArray:
+        """Compute seconds per micro-step: linear through the knots, extrapolated linearly."""
+        b = np.asarray(local_bsz, dtype=np.float64)
+        x, y = self._knot_bsz, self._knot_acc
+        inside = np.interp(b, x, y)
+        if len(x) == 1:
+            return inside
+        lo_slope = (y[1] - y[0]) / (x[1] - x[0])
+        hi_slope = (y[-1] - y[-2]) / (x[-1] - x[-2])
+        below = y[0] + lo_slope * (b - x[0])
+        above = y[-1] + hi_slope * (b - x[-1])
+        out = np.where(b < x[0], below, np.where(b > x[-1], above, inside))
+        return np.maximum(out, 0.05 * y.min())
+
+    def network_time(self, nodes: int, replicas: int) -> float:
+        """Gradient-exchange seconds for a job on ``nodes`` nodes with ``replicas`` GPUs."""
+        if replicas <= 1:
+            return 0.0
+        return float(self._network_lookup(float(nodes), float(replicas)))
+
+    def _network_lookup(self, nodes: float, replicas: float) -> float:
+        key = (nodes, replicas)
+        table = self._network_table
+        if key in table:
+            return table[key]
+        linear, nearest = self._network_interpolators
+        point = np.array([[nodes, replicas]])
+        value = linear(point)[0]
+        if not np.isfinite(value):
+            value = nearest(point)[0]
+        table[key] = float(np.exp(value))
+        return table[key]
+
+    @cached_property
+    def _network_table(self) -> dict[tuple[float, float], float]:
+        return {
+            (n, r): t
+            for n, r, t in zip(self._net_nodes, self._net_replicas, self._net_time, strict=True)
+        }
+
+    @cached_property
+    def _network_interpolators(self):
+        points = np.column_stack([self._net_nodes, self._net_replicas])
+        values = np.log(self._net_time)
+        if len(points) < 4:
+            nearest = NearestNDInterpolator(points, values)
+            return nearest, nearest
+        return LinearNDInterpolator(points, values), NearestNDInterpolator(points, values)
+
+    def gamma(self, nodes: int) -> float:
+        return float(np.interp(nodes, self._gamma_nodes, self._gamma_value))
+
+    def step_sync(self, placement: Placement, local_bsz: ArrayLike) -> tuple[NDArray, NDArray]:
+        key = canonical_placement(placement)
+        nodes, replicas = len(key), sum(key)
+        acc = self.accum_time(local_bsz)
+        if replicas <= 1:
+            return acc, np.zeros_like(acc)
+        net = np.full_like(acc, self.network_time(nodes, replicas))
+        step = gamma_norm(acc, net, self.gamma(nodes))
+        return step, step - acc
+
+    # ------------------------------------------------------------------ statistical efficiency
+    def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
+        epoch = np.asarray(epoch, dtype=np.float64)
+        return (
+            self._stat_at(self._log_sqr, batch_size, epoch),
+            self._stat_at(self._log_var, batch_size, epoch),
+        )
+
+    def _stat_at(self, log_table: NDArray, batch_size: ArrayLike, epoch: NDArray) -> NDArray:
+        per_batch = self._per_epoch(log_table)
+        return _interp_rows(self.batch_sizes, per_batch, batch_size, epoch)
+
+    def _per_epoch(self, log_table: NDArray) -> NDArray:
+        """Statistics at every epoch for each validated batch size (log-linear between knots)."""
+        cache = self.__dict__.setdefault("_per_epoch_cache", {})
+        key = id(log_table)
+        if key not in cache:
+            epochs = np.arange(self.limits.max_epochs, dtype=np.float64)
+            cache[key] = np.exp(
+                np.stack([np.interp(epochs, self._stat_epochs, row) for row in log_table])
+            )
+        return cache[key]
+
+    def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
+        """Derived: each epoch needs its progress divided by the per-step gain at that batch."""
+        batch_size = np.atleast_1d(np.asarray(batch_size, dtype=np.float64))
+        epochs = np.arange(self.limits.max_epochs)
+        sqr, var = self.grad_stats(batch_size[:, None], epochs[None, :])
+        per_epoch = np.diff(self.progress_thresholds)[None, :] / gain(
+            batch_size[:, None], self.limits.init_batch_size, sqr, var
+        )
+        cumulative = np.cumsum(per_epoch, axis=1)
+        rows = np.clip(np.asarray(epoch, dtype=np.int64), 0, self.limits.max_epochs - 1)
+        rows = np.broadcast_to(rows, batch_size.shape)
+        return cumulative[np.arange(batch_size.size), rows]
+
+
+def load_parametric_profiles(folder: str | Path) -> dict[str, ParametricProfile]:
+    """Every ``*.yaml`` profile in ``folder``, keyed by application name."""
+    folder = Path(folder)
+    files = sorted(folder.glob("*.yaml"))
+    if not files:
+        raise InputError(folder, "no *.yaml profiles found")
+    profiles = [ParametricProfile.from_yaml(f) for f in files]
+    return {p.name: p for p in profiles}

@@ -1,0 +1,525 @@
+"""Workloads: load and validate workload CSVs, derive Philly statistics, generate new workloads.
+
+A workload CSV has one job per row (columns :data:`WORKLOAD_COLUMNS`); it is the format of the
+Pollux OSDI'21 artifact (SPEC 1.5). New workloads are drawn from statistics derived once from the
+public Philly trace (SPEC 8.2) and shipped as ``traces/philly_stats.yaml``, so the trace itself is
+never needed (nor copied) to generate a workload.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from goodput_sim.errors import InputError
+
+WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+
+# Pollux OSDI'21 artifact, TunedJobs, SPEC 7.3: the (num_replicas, batch_size) options per app,
+# chosen by the artifact's get_configurations(0.5, 0.8) (scaling efficiency 50-80 %, JCT < 12 h).
+TUNED_CONFIGURATIONS: Mapping[str, tuple[tuple[int, int], ...]] = MappingProxyType(
+    {
+        "bert": ((6, 384), (8, 384), (12, 384), (16, 384)),
+        "cifar10": ((6, 2048), (8, 2048), (12, 4096), (16, 4096)),
+        "deepspeech2": ((6, 320), (8, 320), (12, 640)),
+        "imagenet": ((24, 3200), (32, 6400), (48, 6400)),
+        "ncf": ((1, 32768),),
+        "yolov3": ((4, 64),),
+    }
+)
+
+# Pollux OSDI'21 artifact, per-app constants, SPEC 1.6: initial batch size M0 and max batch size.
+_M0: Mapping[str, int] = MappingProxyType(
+    {"bert": 12, "cifar10": 128, "deepspeech2": 20, "imagenet": 200, "ncf": 256, "yolov3": 8}
+)
+_MAX_BATCH: Mapping[str, int] = MappingProxyType(
+    {
+        "bert": 384,
+        "cifar10": 4096,
+        "deepspeech2": 640,
+        "imagenet": 12800,
+        "ncf": 32768,
+        "yolov3": 512,
+    }
+)
+_REALISTIC_MAX_GPUS = 64  # realistic GPU requests are capped at the 16x4-GPU reference cluster
+
+# gpu_time buckets in GPU-hours (SPEC 8.2 step 5), lower edge inclusive.
+BUCKETS = ("<1h", "1-10h", "10-100h", ">=100h")
+_BUCKET_EDGES_HOURS = (0.0, 1.0, 10.0, 100.0, math.inf)
+# Application per bucket: each listed app equally likely (1-10h is deepspeech2, or bert half the
+# time, as in SPEC 8.2 step 7).
+_BUCKET_APPS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "<1h": ("cifar10", "ncf"),
+        "1-10h": ("deepspeech2", "bert"),
+        "10-100h": ("yolov3",),
+        ">=100h": ("imagenet",),
+    }
+)
+
+# Philly filtering and the arrival window (SPEC 8.1-8.2).
+_PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time")
+_MIN_DURATION_S = 60.0
+_MAX_GPU_HOURS = 1000.0
+_SHIFT_HOURS = 2
+_WINDOW_HOURS = 8
+_REALISTIC_MAX_DURATION_S = 24 * 3600
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named set of generate_workload arguments."""
+
+    num_jobs: int
+    hours: int = _WINDOW_HOURS
+    days: int | None = None
+    seed: int = 1
+    realistic: bool = False
+
+
+PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        "default": Preset(num_jobs=160, hours=8, seed=1),
+        "realistic": Preset(num_jobs=160, hours=8, seed=1, realistic=True),
+        "scale": Preset(num_jobs=10_000, days=7, seed=1),
+    }
+)
+
+
+def bundled_path(name: str) -> Path:
+    """Path of a file shipped in the repository's ``traces/`` folder (e.g. philly_stats.yaml)."""
+    return Path(__file__).resolve().parents[1] / "traces" / name
+
+
+# --------------------------------------------------------------------------- loading workloads
+
+
+def load_workload(
+    path: str | Path,
+    applications: Iterable[str] | None = None,
+    max_gpus: int | None = None,
+) -> pd.DataFrame:
+    """Read and validate a workload CSV; return its jobs sorted by (time, file order)."""
+    path = Path(path)
+    known = None if applications is None else sorted(set(applications))
+    header, rows = _read_csv_rows(path)
+    columns = _column_index(path, header)
+    records: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
+    for line, fields in rows:
+        rec = _parse_job(path, line, fields, columns, known, max_gpus)
+        name = rec["name"]
+        if name in first_line:
+            raise InputError(
+                path, f"duplicate job name {name!r} (first on line {first_line[name]})", line
+            )
+        first_line[name] = line
+        records.append(rec)
+    if not records:
+        raise InputError(path, "workload has no jobs (only a header)")
+    return _to_frame(records)
+
+
+def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """Return the header and the non-blank data rows with their 1-based line numbers."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            rows = [(reader.line_num, r) for r in reader if any(f.strip() for f in r)]
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise InputError(path, f"cannot read file: {err}") from None
+    if header is None:
+        raise InputError(path, f"empty file; expected a header {','.join(WORKLOAD_COLUMNS)}")
+    return [h.strip() for h in header], rows
+
+
+def _column_index(path: Path, header: Sequence[str]) -> dict[str, int]:
+    """Map each required column to its position, or fail naming the missing ones."""
+    missing = [c for c in WORKLOAD_COLUMNS if c not in header]
+    if missing:
+        raise InputError(
+            path, f"missing column(s) {', '.join(missing)}; header has {', '.join(header)}", 1
+        )
+    return {c: header.index(c) for c in WORKLOAD_COLUMNS}
+
+
+def _parse_job(
+    path: Path,
+    line: int,
+    fields: Sequence[str],
+    columns: Mapping[str, int],
+    known: Sequence[str] | None,
+    max_gpus: int | None,
+) -> dict[str, Any]:
+    """Validate one data row and return it as a typed record."""
+    if len(fields) <= max(columns.values()):
+        raise InputError(
+            path, f"expected at least {max(columns.values()) + 1} fields, got {len(fields)}", line
+        )
+    raw = {c: fields[i].strip() for c, i in columns.items()}
+    if not raw["name"]:
+        raise InputError(path, "empty job name", line)
+    if not raw["application"]:
+        raise InputError(path, "empty application", line)
+    if known is not None and raw["application"] not in known:
+        raise InputError(
+            path, f"unknown application {raw['application']!r}; known: {', '.join(known)}", line
+        )
+    replicas = _positive_int(path, line, "num_replicas", raw["num_replicas"])
+    if max_gpus is not None and replicas > max_gpus:
+        raise InputError(
+            path,
+            f"job {raw['name']!r} asks for {replicas} GPUs, more than the cluster's {max_gpus}",
+            line,
+        )
+    return {
+        "name": raw["name"],
+        "time": _arrival_time(path, line, raw["time"]),
+        "application": raw["application"],
+        "num_replicas": replicas,
+        "batch_size": _positive_int(path, line, "batch_size", raw["batch_size"]),
+    }
+
+
+def _arrival_time(path: Path, line: int, text: str) -> float:
+    """Parse a finite, non-negative arrival time in seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(path, f"time {text!r} is not a number", line) from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(path, f"time {text!r} must be a finite number >= 0", line)
+    return value
+
+
+def _positive_int(path: Path, line: int, column: str, text: str) -> int:
+    """Parse a positive integer (``4`` or ``4.0``), naming the column on failure."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value.is_integer() and value >= 1):
+        raise InputError(path, f"{column} {text!r} must be a positive integer", line)
+    return int(value)
+
+
+def _to_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Build the typed DataFrame, stably sorted by arrival time."""
+    df = pd.DataFrame.from_records(records, columns=list(WORKLOAD_COLUMNS))
+    df = df.astype({"time": "float64", "num_replicas": "int64", "batch_size": "int64"})
+    df["application"] = df["application"].astype(str)
+    return df.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def write_workload(df: pd.DataFrame, path: str | Path) -> None:
+    """Write a workload DataFrame as CSV in the reference format."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    df.loc[:, list(WORKLOAD_COLUMNS)].to_csv(path, index=False)
+
+
+def summarize_workload(df: pd.DataFrame) -> str:
+    """One-line summary: job count, arrival span and application mix."""
+    mix = df["application"].value_counts().sort_index()
+    mix_text = " ".join(f"{app}={n}" for app, n in mix.items())
+    return f"{len(df)} jobs, arrivals {df['time'].min():g}-{df['time'].max():g} s, mix {mix_text}"
+
+
+# --------------------------------------------------------------------------- Philly statistics
+
+
+def derive_philly_stats(philly_csv_path: str | Path) -> dict[str, Any]:
+    """Compute the arrival and job-size statistics the generator needs from the Philly trace."""
+    path = Path(philly_csv_path)
+    raw = _read_philly(path)
+    trace = raw[
+        (raw["duration"] >= _MIN_DURATION_S) & (raw["gpu_time"] < _MAX_GPU_HOURS * 3600)
+    ].copy()
+    trace["shifted"] = trace["timestamp"] - pd.Timedelta(hours=_SHIFT_HOURS)
+    trace["hour"] = trace["shifted"].dt.hour
+    trace["bucket"] = _bucket_of(trace["gpu_time"] / 3600)
+    window = trace[trace["hour"] < _WINDOW_HOURS]
+    counts = trace["hour"].value_counts().reindex(range(24), fill_value=0)
+    return {
+        "provenance": _provenance(path, raw, trace, window),
+        "hour_of_day": {
+            "counts": [int(c) for c in counts],
+            "fractions": [round(float(c) / len(trace), 6) for c in counts],
+        },
+        "window": _window_stats(window),
+        "gpu_time_buckets": {
+            "edges_gpu_hours": [0, 1, 10, 100],
+            "window": _bucket_stats(window),
+            "all_hours": _bucket_stats(trace),
+        },
+    }
+
+
+def _read_philly(path: Path) -> pd.DataFrame:
+    """Read the raw Philly CSV, checking it has the needed columns."""
+    try:
+        raw = pd.read_csv(path)
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise InputError(path, f"cannot read Philly trace: {err}") from None
+    missing = [c for c in _PHILLY_COLUMNS if c not in raw.columns]
+    if missing:
+        raise InputError(path, f"missing column(s) {', '.join(missing)}", 1)
+    try:
+        raw["timestamp"] = pd.to_datetime(raw["timestamp"])
+        raw = raw.astype({"duration": "float64", "num_gpus": "int64", "gpu_time": "float64"})
+    except (ValueError, TypeError) as err:
+        raise InputError(path, f"bad value in Philly trace: {err}") from None
+    if raw.empty:
+        raise InputError(path, "Philly trace has no rows")
+    return raw
+
+
+def _bucket_of(gpu_hours: pd.Series) -> pd.Series:
+    """Label each job with its gpu_time bucket (see BUCKETS)."""
+    return pd.cut(gpu_hours, list(_BUCKET_EDGES_HOURS), right=False, labels=list(BUCKETS))
+
+
+def _provenance(
+    path: Path, raw: pd.DataFrame, trace: pd.DataFrame, window: pd.DataFrame
+) -> dict[str, Any]:
+    """Where the statistics came from: file name and hash, row counts, filters, date."""
+    return {
+        "source": path.name,
+        "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "reference": "Pollux OSDI'21 artifact (petuum/adaptdl osdi21-artifact), SPEC 8.2",
+        "rows": len(raw),
+        "rows_filtered": len(trace),
+        "rows_window": len(window),
+        "filter": f"duration >= {_MIN_DURATION_S:g} s and gpu_time < {_MAX_GPU_HOURS:g} GPU-hours",
+        "shift_hours": _SHIFT_HOURS,
+        "window_hours": _WINDOW_HOURS,
+        "trace_first": str(raw["timestamp"].min()),
+        "trace_last": str(raw["timestamp"].max()),
+        "derived_on": dt.date.today().isoformat(),
+    }
+
+
+def _window_stats(window: pd.DataFrame) -> dict[str, Any]:
+    """Rows, days and inter-arrival times of the jobs submitted in the daily window."""
+    times = window.sort_values("shifted")
+    gaps = times.groupby(times["shifted"].dt.date)["shifted"].diff().dt.total_seconds().dropna()
+    days = int(times["shifted"].dt.date.nunique())
+    return {
+        "rows": len(window),
+        "days": days,
+        "mean_jobs_per_day": round(len(window) / days, 3),
+        "mean_interarrival_s": round(float(gaps.mean()), 3),
+        "median_interarrival_s": round(float(gaps.median()), 3),
+    }
+
+
+def _bucket_stats(jobs: pd.DataFrame) -> dict[str, Any]:
+    """Bucket fractions, and per bucket the num_gpus distribution of jobs lasting <= 24 h."""
+    fractions = jobs["bucket"].value_counts(normalize=True).reindex(list(BUCKETS), fill_value=0)
+    short = jobs[jobs["duration"] <= _REALISTIC_MAX_DURATION_S]
+    num_gpus = {}
+    for bucket in BUCKETS:
+        dist = short.loc[short["bucket"] == bucket, "num_gpus"].value_counts(normalize=True)
+        num_gpus[bucket] = {int(g): round(float(f), 6) for g, f in dist.sort_index().items()}
+    return {
+        "fractions": {b: round(float(f), 6) for b, f in fractions.items()},
+        "num_gpus": num_gpus,
+    }
+
+
+def write_philly_stats(stats: Mapping[str, Any], path: str | Path) -> None:
+    """Write derived Philly statistics as YAML."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        "# Derived by `goodput-sim workload stats` from the public Philly trace (SPEC 8.2).\n"
+        "# Hours are of the day shifted back by shift_hours (hour 0 = 02:00); the window is\n"
+        "# hours [0, window_hours). Buckets are gpu_time in GPU-hours; num_gpus counts jobs of\n"
+        "# <= 24 h per bucket (for realistic GPU requests).\n"
+    )
+    path.write_text(header + yaml.safe_dump(dict(stats), sort_keys=False), encoding="utf-8")
+
+
+def load_philly_stats(path: str | Path) -> dict[str, Any]:
+    """Read a Philly statistics YAML and check the fields the generator uses."""
+    path = Path(path)
+    try:
+        stats = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise InputError(path, f"cannot read statistics: {err}") from None
+    if not isinstance(stats, dict):
+        raise InputError(path, "expected a YAML mapping of Philly statistics")
+    _check_weights(path, "hour_of_day.fractions", _get(path, stats, "hour_of_day.fractions"), 24)
+    for scope in ("window", "all_hours"):
+        where = f"gpu_time_buckets.{scope}"
+        fractions = _get(path, stats, f"{where}.fractions")
+        _check_weights(path, f"{where}.fractions", [_get(path, fractions, b) for b in BUCKETS])
+        num_gpus = _get(path, stats, f"{where}.num_gpus")
+        for bucket in BUCKETS:
+            dist = _get(path, num_gpus, bucket, f"{where}.num_gpus")
+            field = f"{where}.num_gpus.{bucket}"
+            if not isinstance(dist, dict) or not all(isinstance(g, int) and g >= 1 for g in dist):
+                raise InputError(path, "expected GPU counts (>= 1) mapped to fractions", field)
+            _check_weights(path, field, list(dist.values()))
+    return stats
+
+
+def _get(path: Path, mapping: Any, dotted: str, prefix: str = "") -> Any:
+    """Look up a dotted key, failing with InputError naming the field."""
+    value = mapping
+    for key in dotted.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise InputError(path, "missing field", f"{prefix}.{dotted}" if prefix else dotted)
+        value = value[key]
+    return value
+
+
+def _check_weights(path: Path, field: str, values: Any, length: int | None = None) -> None:
+    """Check a list of non-negative finite numbers with a positive sum (and a given length)."""
+    ok = isinstance(values, list) and (length is None or len(values) == length)
+    ok = ok and all(isinstance(v, int | float) and math.isfinite(v) and v >= 0 for v in values)
+    if not ok or sum(values) <= 0:
+        size = f"{length} " if length else ""
+        raise InputError(path, f"expected {size}non-negative numbers with a positive sum", field)
+
+
+# --------------------------------------------------------------------------- generator
+
+
+def generate_workload(
+    stats: Mapping[str, Any],
+    num_jobs: int,
+    hours: int = _WINDOW_HOURS,
+    seed: int = 0,
+    configurations: Mapping[str, Sequence[tuple[int, int]]] = TUNED_CONFIGURATIONS,
+    start_hour: int = 0,
+    days: int | None = None,
+    realistic: bool = False,
+) -> pd.DataFrame:
+    """Draw a workload whose arrivals and job sizes follow the Philly statistics.
+
+    Simulation hour k is hour ``(start_hour + k) % 24`` of the shifted Philly day (hour 0 = 02:00).
+    The span is ``hours``, or ``days * 24`` hours if ``days`` is given (the full daily pattern
+    repeated). Spans inside the reference 8-hour window use the window's gpu_time bucket mix,
+    others the all-hours mix. ``realistic`` draws GPU counts from Philly and uses batch = M0 * GPUs.
+    """
+    span = _check_generate_args(num_jobs, hours, start_hour, days)
+    rng = np.random.default_rng(seed)
+    times = np.sort(_arrival_times(stats, rng, num_jobs, span, start_hour))
+    in_window = days is None and start_hour + span <= _WINDOW_HOURS
+    scope = stats["gpu_time_buckets"]["window" if in_window else "all_hours"]
+    buckets = rng.choice(
+        len(BUCKETS), size=num_jobs, p=_normalized([scope["fractions"][b] for b in BUCKETS])
+    )
+    apps = _applications(rng, buckets)
+    if realistic:
+        replicas, batches = _realistic_sizes(rng, apps, buckets, scope["num_gpus"])
+    else:
+        replicas, batches = _tuned_sizes(rng, apps, configurations)
+    return pd.DataFrame(
+        {
+            "name": [f"{app}-{rank}" for rank, app in enumerate(apps)],
+            "time": times.astype("int64"),
+            "application": pd.Series(apps, dtype=str),
+            "num_replicas": np.asarray(replicas, dtype="int64"),
+            "batch_size": np.asarray(batches, dtype="int64"),
+        },
+        columns=list(WORKLOAD_COLUMNS),
+    )
+
+
+def _check_generate_args(num_jobs: int, hours: int, start_hour: int, days: int | None) -> int:
+    """Validate generator arguments; return the span in hours."""
+    for field, value, low in (
+        ("num_jobs", num_jobs, 1),
+        ("hours", hours, 1),
+        ("start_hour", start_hour, 0),
+        ("days", days, 1),
+    ):
+        if value is not None and (not isinstance(value, int | np.integer) or value < low):
+            raise InputError(None, f"must be an integer >= {low}, got {value!r}", field)
+    if start_hour > 23:
+        raise InputError(None, f"must be an hour of day 0-23, got {start_hour}", "start_hour")
+    return 24 * days if days is not None else hours
+
+
+def _normalized(weights: Sequence[float]) -> np.ndarray:
+    """Weights scaled to sum to one."""
+    w = np.asarray(weights, dtype="float64")
+    return w / w.sum()
+
+
+def _arrival_times(
+    stats: Mapping[str, Any], rng: np.random.Generator, n: int, span: int, start_hour: int
+) -> np.ndarray:
+    """Integer arrival seconds: an hour from the hour-of-day histogram, then a uniform second."""
+    daily = np.asarray(stats["hour_of_day"]["fractions"], dtype="float64")
+    weights = daily[(start_hour + np.arange(span)) % 24]
+    if weights.sum() <= 0:
+        raise InputError(
+            None,
+            "the hour-of-day histogram has no arrivals in the chosen hours",
+            "hour_of_day.fractions",
+        )
+    hour = rng.choice(span, size=n, p=weights / weights.sum())
+    return hour * 3600 + rng.integers(0, 3600, size=n)
+
+
+def _applications(rng: np.random.Generator, buckets: np.ndarray) -> list[str]:
+    """Pick each job's application uniformly among its bucket's apps."""
+    picks = rng.random(len(buckets))
+    apps = []
+    for bucket, u in zip(buckets, picks, strict=True):
+        choices = _BUCKET_APPS[BUCKETS[bucket]]
+        apps.append(choices[int(u * len(choices))])
+    return apps
+
+
+def _tuned_sizes(
+    rng: np.random.Generator,
+    apps: Sequence[str],
+    configurations: Mapping[str, Sequence[tuple[int, int]]],
+) -> tuple[list[int], list[int]]:
+    """(num_replicas, batch_size) drawn uniformly from each app's TunedJobs options."""
+    missing = sorted(set(apps) - set(configurations))
+    if missing:
+        raise InputError(None, f"no configurations for {', '.join(missing)}", "configurations")
+    picks = rng.random(len(apps))
+    chosen = [
+        configurations[a][int(u * len(configurations[a]))] for a, u in zip(apps, picks, strict=True)
+    ]
+    return [r for r, _ in chosen], [b for _, b in chosen]
+
+
+def _realistic_sizes(
+    rng: np.random.Generator,
+    apps: Sequence[str],
+    buckets: np.ndarray,
+    num_gpus: Mapping[str, Mapping[int, float]],
+) -> tuple[list[int], list[int]]:
+    """GPUs from the bucket's Philly num_gpus distribution (<= 64); batch = M0 * GPUs, clipped."""
+    replicas = []
+    for bucket in buckets:
+        dist = num_gpus[BUCKETS[bucket]]
+        gpus = rng.choice(list(dist), p=_normalized(list(dist.values())))
+        replicas.append(min(int(gpus), _REALISTIC_MAX_GPUS))
+    batches = [min(_M0[a] * r, _MAX_BATCH[a]) for a, r in zip(apps, replicas, strict=True)]
+    return replicas, batches
