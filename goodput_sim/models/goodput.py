@@ -55,27 +55,36 @@ class GoodputModel:
         )
 
     def optimize(
-        self, nodes: ArrayLike, replicas: ArrayLike, statistical: bool = True
+        self,
+        nodes: ArrayLike,
+        replicas: ArrayLike,
+        statistical: bool = True,
+        grad_sqr: ArrayLike | None = None,
+        grad_var: ArrayLike | None = None,
     ) -> BatchChoice:
         """Best (b, s) for each (nodes, replicas) pair, maximising goodput (or, with
-        ``statistical=False``, raw examples per second, the throughput-only objective)."""
-        nodes = np.atleast_1d(np.asarray(nodes, dtype=np.float64))
-        replicas = np.atleast_1d(np.asarray(replicas, dtype=np.float64))
-        nodes, replicas = np.broadcast_arrays(nodes, replicas)
-        if nodes.size > 64:  # many allocations repeat: solve each distinct pair once
+        ``statistical=False``, raw examples per second, the throughput-only objective).
+
+        ``grad_sqr``/``grad_var`` optionally give each pair its own gradient statistics (a job
+        re-choosing its batch at each upcoming epoch); by default the model's are used.
+        """
+        nodes, replicas = np.broadcast_arrays(
+            np.atleast_1d(np.asarray(nodes, dtype=np.float64)),
+            np.atleast_1d(np.asarray(replicas, dtype=np.float64)),
+        )
+        per_pair = grad_sqr is not None
+        if nodes.size > 64 and not per_pair:  # many allocations repeat: solve each pair once
             pairs, inverse = np.unique(
                 np.stack([nodes, replicas], axis=1), axis=0, return_inverse=True
             )
-            unique = (
-                self.optimize(pairs[:, 0], pairs[:, 1], statistical)
-                if len(pairs) < nodes.size
-                else None
-            )
-            if unique is not None:
+            if len(pairs) < nodes.size:
+                unique = self.optimize(pairs[:, 0], pairs[:, 1], statistical)
                 inverse = inverse.ravel()
                 return BatchChoice(
                     unique.goodput[inverse], unique.local_bsz[inverse], unique.accum_steps[inverse]
                 )
+        sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, nodes.shape)
+        var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, nodes.shape)
         local_bsz, accum = candidate_configs(
             replicas,
             self.init_batch_size,
@@ -84,13 +93,17 @@ class GoodputModel:
             self.max_local_bsz,
         )
         n, r = nodes[:, None], replicas[:, None]
+        *_, t_iter = step_times(self.params, n, r, local_bsz, accum)
+        total = r * local_bsz * (accum + 1)
         if statistical:
-            value = self.goodput(n, r, local_bsz, accum)
+            value = self.init_batch_size * gain(
+                total, self.init_batch_size, sqr[:, None], var[:, None]
+            )
         else:
-            value = self.throughput(n, r, local_bsz, accum)
-        value = np.where(
-            (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz), 0.0, value
-        )
+            value = total
+        value = value / t_iter
+        outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
+        value = np.where(outside, 0.0, value)
         best = np.argmax(value, axis=1)
         rows = np.arange(len(best))
         b, s = local_bsz[rows, best], accum[rows, best]
@@ -131,12 +144,20 @@ def candidate_configs(
 
 
 def fixed_batch_config(
-    total_batch: float, replicas: int, init_batch: int, max_batch: int, max_local: int
+    total_batch: float,
+    replicas: int,
+    init_batch: int,
+    max_batch: int,
+    max_local: int,
+    accumulate_on_one_gpu: bool = False,
 ) -> tuple[int, int]:
-    """(b, s) for a job that keeps one total batch size on ``replicas`` GPUs (SPEC 5.3)."""
+    """(b, s) for a job that keeps one total batch size on ``replicas`` GPUs (SPEC 5.3).
+
+    One GPU above M0 uses at least two micro-steps; ``accumulate_on_one_gpu`` makes that
+    unconditional, as the Optimus baseline's time estimate does (SPEC 7.1)."""
     local = np.ceil(total_batch / replicas - _EPS)
     accum = np.ceil(local / max_local - _EPS) - 1
-    if replicas == 1 and total_batch > init_batch:
+    if replicas == 1 and (total_batch > init_batch or accumulate_on_one_gpu):
         accum = max(accum, 1)
     b = np.ceil(local / (accum + 1) - _EPS)
     b = max(min(b, np.floor(max_batch / (replicas * (accum + 1)))), 1)

@@ -1,0 +1,141 @@
+"""Per-job state, split as the architecture demands: what really happens (``Job``, advanced by
+the engine on ground truth) and what the scheduler knows (``JobBelief``, fitted online)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.models.goodput import GoodputModel
+from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
+from goodput_sim.profiles.base import ApplicationProfile, Limits
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One workload row: who arrives when, and what the user asked for."""
+
+    name: str
+    application: str
+    arrival: float
+    requested_replicas: int
+    requested_batch: int
+
+
+class JobBelief:
+    """What the scheduler knows about a job: a throughput model refitted from the (nodes,
+    replicas, per-GPU batch) configurations the job has actually run, and its latest gradient
+    statistics. In oracle mode the throughput parameters are given and never refitted."""
+
+    def __init__(self, limits: Limits, oracle_params: ThroughputParams | None = None):
+        self.limits = limits
+        self.oracle = oracle_params is not None
+        self.params: ThroughputParams | None = oracle_params
+        self.observations: dict[tuple[int, int, float], tuple[float, float]] = {}
+        self.grad_sqr = 1.0
+        self.grad_var = 0.0
+        self.version = 0  # bumped whenever params or gradient statistics change
+        self.fits = 0
+        self._stale = False
+
+    def observe(
+        self, nodes: int, replicas: int, local_bsz: float, step: float, sync: float
+    ) -> None:
+        """Record a configuration the job ran (first observation of a key wins, SPEC 3.2)."""
+        key = (nodes, replicas, float(local_bsz))
+        if key not in self.observations:
+            self.observations[key] = (step - sync, step)
+            self._stale = not self.oracle
+
+    def set_grad_stats(self, sqr: float, var: float) -> None:
+        if (sqr, var) != (self.grad_sqr, self.grad_var):
+            self.grad_sqr, self.grad_var = float(sqr), float(var)
+            self.version += 1
+
+    def refresh(self) -> None:
+        """Refit the throughput model if new configurations were observed since the last fit."""
+        if not self._stale:
+            return
+        keys = np.array(list(self.observations), dtype=np.float64)
+        times = np.array(list(self.observations.values()), dtype=np.float64)
+        model = ThroughputModel(warm_start=self.params).fit(
+            keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0], times[:, 1]
+        )
+        self.params = model.params_
+        self.fits += 1
+        self.version += 1
+        self._stale = False
+
+    @property
+    def max_profiled_replicas(self) -> int:
+        return max((int(k[1]) for k in self.observations), default=0)
+
+    def max_replicas(self, total_gpus: int) -> int:
+        """GPU cap that doubles with the largest size profiled (SPEC 6.2); none for an oracle."""
+        lim = self.limits
+        by_batch = max(lim.max_batch_size // lim.min_local_bsz, 1)
+        grown = total_gpus if self.oracle else max(2 * self.max_profiled_replicas, 1)
+        return int(min(grown, total_gpus, by_batch))
+
+    def goodput_model(self) -> GoodputModel | None:
+        """The current belief as a goodput model, or None before the first observation."""
+        if self.params is None:
+            return None
+        lim = self.limits
+        return GoodputModel(
+            self.params,
+            lim.init_batch_size,
+            lim.max_batch_size,
+            lim.min_local_bsz,
+            lim.max_local_bsz,
+            self.grad_sqr,
+            self.grad_var,
+        )
+
+
+@dataclass(eq=False)
+class Job:
+    """Ground-truth runtime state of one job, owned and advanced by the engine."""
+
+    spec: JobSpec
+    profile: ApplicationProfile
+    belief: JobBelief
+    num_nodes: int
+    allocation: NDArray[np.int64] = field(init=False)
+    progress: float = 0.0
+    epoch: int = 0
+    local_bsz: int = 0
+    accum_steps: int = 0
+    restart_remaining: float = 0.0
+    num_restarts: int = 0
+    start_time: float | None = None
+    finish_time: float | None = None
+    gpu_seconds: float = 0.0
+    last_batch: int = 0  # total batch of the last configuration run
+    slowdown: float = 0.0  # interference slowdown in force this interval
+    plan: object | None = None  # engine cache of per-epoch rates for the current configuration
+
+    def __post_init__(self) -> None:
+        self.allocation = np.zeros(self.num_nodes, dtype=np.int64)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def replicas(self) -> int:
+        return int(self.allocation.sum())
+
+    @property
+    def nodes_used(self) -> int:
+        return int(np.count_nonzero(self.allocation))
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_time is not None
+
+    @property
+    def total_batch(self) -> int:
+        return self.replicas * self.local_bsz * (self.accum_steps + 1)

@@ -1,0 +1,14 @@
+"""Scheduling policies, found by name through a registry (``get_policy``)."""
+
+from goodput_sim.policies import elastic, fifo, optimus, tiresias  # noqa: F401  (registration)
+from goodput_sim.policies.base import (
+    Decision,
+    JobView,
+    Policy,
+    Snapshot,
+    get_policy,
+    policy_names,
+    register,
+)
+
+__all__ = ["Decision", "JobView", "Policy", "Snapshot", "get_policy", "policy_names", "register"]

@@ -1,0 +1,128 @@
+"""Elastic policies that choose GPUs and batch size together each round.
+
+* ``goodput`` (Pollux-style, Qiao et al., OSDI'21): speedups from goodput = throughput x
+  statistical efficiency, with the job's goodput-optimal batch and accumulation.
+* ``throughput`` (throughput-only): the same machinery ranking by examples per second, ignoring
+  statistical efficiency; the seeds' "throughput chart" applied to a cluster.
+
+Differences from the reference (SPEC 6) by design: the optimiser is deterministic (greedy plus
+placement, :mod:`goodput_sim.policies.greedy`) instead of an unseeded NSGA-II, and the fair-share
+base goodput packs the fair share onto ceil(fair_R / GPUs-per-node) nodes instead of one node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
+from goodput_sim.policies.greedy import solve_greedy
+from goodput_sim.policies.placement import packed_nodes
+from goodput_sim.policies.problem import AllocationProblem, speedup_table
+
+
+class ElasticPolicy(Policy):
+    """Shared machinery; subclasses choose the statistic (goodput or raw throughput)."""
+
+    statistical: bool = True
+
+    def __init__(self, seed: int = 0, restart_penalty: bool = True):
+        super().__init__(seed)
+        self.restart_penalty = restart_penalty
+        self._tables: dict[str, tuple[tuple, NDArray]] = {}
+
+    def allocate(self, snapshot: Snapshot) -> Decision:
+        problem = self.problem(snapshot)
+        allocation = solve_greedy(problem, snapshot.cluster.total_gpus)
+        return dict(zip(problem.names, allocation, strict=True))
+
+    def problem(self, snapshot: Snapshot) -> AllocationProblem:
+        """The round's allocation problem, jobs in least-attained-service order."""
+        cluster = snapshot.cluster
+        jobs = sorted(snapshot.jobs, key=lambda j: (j.attained_service, j.arrival, j.name))
+        fair = max(-(-cluster.total_gpus // max(len(jobs), 1)), 1)
+        self._tables = {k: v for k, v in self._tables.items() if k in {j.name for j in jobs}}
+        caps = np.array(
+            [job.belief.max_replicas(cluster.total_gpus) for job in jobs], dtype=np.int64
+        )
+        tables = [
+            self._table(job, int(cap), fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
+        ]
+        delay = snapshot.restart_delay
+        penalties = np.array(
+            [
+                max(job.age - delay * job.num_restarts, 0.0) / (job.age + delay)
+                if self.restart_penalty and job.age + delay > 0
+                else 1.0
+                for job in jobs
+            ]
+        )
+        current = np.array([job.allocation for job in jobs], dtype=np.int64).reshape(
+            len(jobs), cluster.nodes
+        )
+        return AllocationProblem(
+            [j.name for j in jobs], caps, penalties, current, cluster.gpus_per_node, tables
+        )
+
+    def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
+        cluster = snapshot.cluster
+        key = (job.belief.version, cap, fair)
+        cached = self._tables.get(job.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        model = job.belief.goodput_model()
+        if model is None:  # not yet profiled: assume linear scaling
+
+            def speedup(n, r):
+                return r / fair
+        else:
+            base = model.optimize(
+                packed_nodes(fair, cluster.gpus_per_node), fair, self.statistical
+            ).goodput[0]
+
+            def speedup(n, r):
+                return model.optimize(n, r, self.statistical).goodput / base
+
+        table = speedup_table(speedup, cap, cluster.nodes, cluster.gpus_per_node)
+        self._tables[job.name] = (key, table)
+        return table
+
+    def batch_configs(self, job, nodes, replicas, grad_sqr, grad_var):
+        model = job.belief.goodput_model()
+        if model is None:  # before the first observation: a fixed, safe batch (SPEC 5.3)
+            lim = job.limits
+            total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
+            from goodput_sim.models.goodput import fixed_batch_config
+
+            b, s = fixed_batch_config(
+                total, replicas, lim.init_batch_size, lim.max_batch_size, lim.max_local_bsz
+            )
+            return np.full(np.shape(grad_sqr), float(b)), np.full(np.shape(grad_sqr), float(s))
+        size = np.shape(grad_sqr)
+        choice = model.optimize(
+            np.full(size, nodes), np.full(size, replicas), self.statistical, grad_sqr, grad_var
+        )
+        return choice.local_bsz, choice.accum_steps
+
+    def describe(self) -> dict:
+        return {
+            **super().describe(),
+            "restart_penalty": self.restart_penalty,
+            "optimizer": "greedy",
+        }
+
+
+@register("pollux")
+class Goodput(ElasticPolicy):
+    """Pollux-style: maximise the fairness-weighted goodput of all jobs."""
+
+    name = "goodput"
+    statistical = True
+
+
+@register("throughput-only")
+class ThroughputOnly(ElasticPolicy):
+    """Elastic GPUs and batch, ranked by examples per second alone."""
+
+    name = "throughput"
+    statistical = False

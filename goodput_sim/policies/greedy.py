@@ -1,0 +1,100 @@
+"""Deterministic optimiser for :class:`AllocationProblem`: greedy GPU counts, then placement.
+
+1. GPU counts: starting from nothing, repeatedly make the move (job j from R to R' GPUs) with the
+   largest drop in the sum of inverse values per GPU added. Looking ahead to any R' (not just
+   R + 1) lets a job jump over the restart-penalty cliff between keeping its row and changing it.
+2. Placement: jobs keeping their GPU count keep their row; the others are packed, largest first,
+   onto whole free nodes plus a best-fit remainder node that hosts no other distributed job
+   (interference avoidance). A job that cannot be placed gives up GPUs one at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.policies.problem import EPSILON, AllocationProblem
+
+
+def greedy_counts(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:
+    """GPU count per job maximising the harmonic-mean objective under packed placement."""
+    g = problem.gpus_per_node
+    jobs = problem.num_jobs
+    top = int(problem.caps.max()) if jobs else 0
+    grid = np.arange(top + 1)
+    cost = np.full((jobs, top + 1), np.inf)
+    kept = problem.current.sum(axis=1)
+    kept_nodes = (problem.current > 0).sum(axis=1)
+    for j, table in enumerate(problem.speedup_tables):
+        cap = int(problem.caps[j])
+        r = grid[: cap + 1]
+        n = np.minimum(-(-r // g), table.shape[0] - 1)
+        value = table[n, r] / g * problem.penalties[j]
+        if 0 < kept[j] <= cap and kept_nodes[j] < table.shape[0]:
+            value[kept[j]] = table[kept_nodes[j], kept[j]] / g
+        value[0] = 0.0
+        cost[j, : cap + 1] = 1.0 / (value + EPSILON)
+    counts = np.zeros(jobs, dtype=np.int64)
+    free = total_gpus
+    rows = np.arange(jobs)
+    while free > 0 and jobs:
+        step = grid[None, :] - counts[:, None]
+        allowed = (step > 0) & (step <= free)
+        gain = np.where(
+            allowed, (cost[rows, counts][:, None] - cost) / np.maximum(step, 1), -np.inf
+        )
+        best = np.unravel_index(np.argmax(gain), gain.shape)
+        if not gain[best] > 1e-12:
+            break
+        j, target = int(best[0]), int(best[1])
+        free -= target - counts[j]
+        counts[j] = target
+    return counts
+
+
+def place(problem: AllocationProblem, counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Rows for the chosen counts; counts that cannot be placed shrink until they fit."""
+    g = problem.gpus_per_node
+    allocation = np.zeros_like(problem.current)
+    keep = (counts == problem.current.sum(axis=1)) & (counts > 0)
+    allocation[keep] = problem.current[keep]
+    free = g - allocation.sum(axis=0)
+    hosts_distributed = ((allocation > 0).sum(axis=1)[:, None] > 1) & (allocation > 0)
+    taken = hosts_distributed.any(axis=0)
+    order = sorted(np.flatnonzero(~keep & (counts > 0)), key=lambda j: (-counts[j], j))
+    for j in order:
+        for r in range(int(counts[j]), 0, -1):
+            row = _pack(r, free, taken, g)
+            if row is not None:
+                allocation[j] = row
+                free -= row
+                if np.count_nonzero(row) > 1:
+                    taken |= row > 0
+                break
+    return allocation
+
+
+def _pack(replicas: int, free: NDArray, taken: NDArray, g: int) -> NDArray | None:
+    """A row for ``replicas`` GPUs: one best-fit node if it fits, else whole empty nodes plus a
+    best-fit remainder on nodes without another distributed job; None if impossible."""
+    row = np.zeros_like(free)
+    fits = np.flatnonzero(free >= replicas)
+    if replicas <= g and fits.size:
+        node = fits[np.argmin(free[fits])]
+        row[node] = replicas
+        return row
+    open_nodes = np.flatnonzero(~taken & (free > 0))
+    if free[open_nodes].sum() < replicas:
+        return None
+    # Fullest-free first keeps the job on as few nodes as possible.
+    for node in sorted(open_nodes, key=lambda n: (-free[n], n)):
+        take = min(int(free[node]), replicas - int(row.sum()))
+        row[node] = take
+        if row.sum() == replicas:
+            break
+    return row
+
+
+def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:
+    """Allocation matrix for ``problem``: greedy counts, then placement."""
+    return place(problem, greedy_counts(problem, total_gpus))

@@ -1,0 +1,82 @@
+"""The elastic allocation problem of one scheduling round (SPEC 6.3), shared by optimisers.
+
+Decision: A[j, n] GPUs of job j on node n. Each job's value is its speedup at (nodes used, GPUs)
+relative to its goodput at a fair share of the cluster, scaled by 1/GPUs-per-node and multiplied
+by the restart penalty if its row changes; the objective is the p = -1 power mean (harmonic
+mean) of ``value + 1e-3``, so leaving a job without GPUs costs 1000 in the sum of inverses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+EPSILON = 1e-3
+
+SpeedupFn = Callable[[NDArray, NDArray], NDArray]
+"""(nodes, replicas) arrays -> speedup array (0 where replicas is 0)."""
+
+
+@dataclass
+class AllocationProblem:
+    """Inputs of one round: jobs in priority order (least attained service first)."""
+
+    names: list[str]
+    caps: NDArray[np.int64]  # per-job GPU cap
+    penalties: NDArray[np.float64]  # multiplier on value when the job's row changes
+    current: NDArray[np.int64]  # (jobs x nodes) allocation now
+    gpus_per_node: int
+    speedup_tables: list[NDArray]  # per job: (nodes+1) x (cap+1) speedups, 0 where infeasible
+
+    @property
+    def num_jobs(self) -> int:
+        return len(self.names)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.current.shape[1]
+
+    def values(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per-individual, per-job scaled values for a (pop x jobs x nodes) population."""
+        replicas = population.sum(axis=2)
+        nodes = (population > 0).sum(axis=2)
+        values = np.zeros(replicas.shape)
+        for j, table in enumerate(self.speedup_tables):
+            r = np.minimum(replicas[:, j], table.shape[1] - 1)
+            n = np.minimum(nodes[:, j], table.shape[0] - 1)
+            ok = replicas[:, j] <= self.caps[j]
+            values[:, j] = np.where(ok, table[n, r], 0.0)
+        changed = (population != self.current[None]).any(axis=2)
+        values = values / self.gpus_per_node * np.where(changed, self.penalties[None, :], 1.0)
+        return values
+
+    def objective(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Harmonic mean of values (higher is better), per individual."""
+        if self.num_jobs == 0:
+            return np.zeros(len(population))
+        inverse = 1.0 / (self.values(population) + EPSILON)
+        return self.num_jobs / inverse.sum(axis=1)
+
+    def feasible(self, allocation: NDArray[np.int64]) -> bool:
+        """Capacity, caps and interference avoidance (at most one distributed job per node)."""
+        if (allocation.sum(axis=0) > self.gpus_per_node).any() or (allocation < 0).any():
+            return False
+        if (allocation.sum(axis=1) > self.caps).any():
+            return False
+        used = allocation > 0
+        distributed = used.sum(axis=1) > 1
+        return bool(((used & distributed[:, None]).sum(axis=0) <= 1).all())
+
+
+def speedup_table(speedup: SpeedupFn, cap: int, num_nodes: int, gpus_per_node: int) -> NDArray:
+    """Speedups for every feasible (nodes, replicas) with replicas <= cap: one vectorised call."""
+    max_nodes = min(num_nodes, cap)
+    table = np.zeros((max_nodes + 1, cap + 1))
+    n, r = np.meshgrid(np.arange(1, max_nodes + 1), np.arange(1, cap + 1), indexing="ij")
+    ok = (r >= n) & (r <= n * gpus_per_node)
+    if ok.any():
+        table[n[ok], r[ok]] = speedup(n[ok].astype(float), r[ok].astype(float))
+    return table
