@@ -32,7 +32,7 @@ class ClusterSpec:
 
 
 def parse_cluster(text: str | Path) -> ClusterSpec:
-    """A cluster from ``NODESxGPUS`` (e.g. ``16x4``) or a YAML file with ``nodes``/``gpus_per_node``."""
+    """A cluster from ``NODESxGPUS`` (e.g. ``16x4``) or a YAML file (nodes, gpus_per_node)."""
     match = _SHAPE.match(str(text))
     if match:
         nodes, gpus = int(match.group(1)), int(match.group(2))

@@ -75,6 +75,7 @@ class _Plan:
     rate: NDArray  # progress (M0-steps) per second in each epoch
     step: NDArray  # true seconds per optimizer step without accumulation, per epoch
     sync: NDArray  # of which gradient synchronisation
+    samples: NDArray  # examples processed per second in each epoch
 
 
 class Simulation:
@@ -182,7 +183,7 @@ class Simulation:
         self._record_round(now, active)
 
     def _validated(self, decision: dict, active: list[Job]) -> dict[str, NDArray[np.int64]]:
-        """Check a decision against the cluster: known jobs, non-negative, no node over-subscribed."""
+        """Check a decision: known jobs, non-negative, no node over-subscribed."""
         names = {job.name for job in active}
         unknown = set(decision) - names
         if unknown:
@@ -197,7 +198,8 @@ class Simulation:
         used = matrix.sum(axis=0)
         if (used > self.cluster.gpus_per_node).any():
             raise RuntimeError(
-                f"policy {self.policy.name} over-subscribed node(s) {np.flatnonzero(used > self.cluster.gpus_per_node).tolist()}"
+                f"policy {self.policy.name} over-subscribed node(s) "
+                f"{np.flatnonzero(used > self.cluster.gpus_per_node).tolist()}"
             )
         return rows
 
@@ -254,10 +256,9 @@ class Simulation:
         total = replicas * local_bsz * (accum + 1)
         true_sqr, true_var = profile.grad_stats(total, epochs)
         m0 = profile.limits.init_batch_size
-        rate = (
-            gain(total, m0, true_sqr, true_var) * (1.0 - slowdown) / (step + (step - sync) * accum)
-        )
-        job.plan = _Plan(key, job.epoch, local_bsz, accum, rate, step, sync)
+        iteration = (step + (step - sync) * accum) / (1.0 - slowdown)
+        rate = gain(total, m0, true_sqr, true_var) / iteration
+        job.plan = _Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
         job.last_batch = job.total_batch
 
@@ -280,10 +281,13 @@ class Simulation:
             rates = plan.rate[k0:]
             segments = np.diff(thresholds[job.epoch :])
             segments[0] = thresholds[job.epoch + 1] - job.progress
-            cumulative = np.cumsum(segments / rates)
+            durations = segments / rates
+            cumulative = np.cumsum(durations)
             available = end - t
             crossed = int(np.searchsorted(cumulative, available, side="right"))
             self._observe(job, plan, k0, min(crossed + 1, len(rates)))
+            samples = plan.samples[k0:]
+            job.examples += float(durations[:crossed] @ samples[:crossed])
             if crossed >= len(rates):  # finishes inside this interval
                 stop = t + float(cumulative[-1])
                 job.finish_time = stop
@@ -295,6 +299,7 @@ class Simulation:
                     job.epoch += crossed
                     job.progress = float(thresholds[job.epoch])
                 job.progress += float(rates[crossed]) * (available - spent)
+                job.examples += float(samples[crossed]) * (available - spent)
                 job.local_bsz = int(plan.local_bsz[k0 + crossed])
                 job.accum_steps = int(plan.accum_steps[k0 + crossed])
                 job.last_batch = job.total_batch
@@ -347,6 +352,7 @@ class Simulation:
                     "gpu_seconds": job.gpu_seconds,
                     "final_batch_size": job.last_batch,
                     "epochs": job.epoch,
+                    "examples": job.examples,
                     "finished": job.finished,
                 }
             )

@@ -32,7 +32,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from goodput_sim.cli import profiles_cmd, toy_cmd, workload_cmd  # noqa: F401
+    from goodput_sim.cli import profiles_cmd, sim_cmd, toy_cmd, workload_cmd  # noqa: F401
 
 
 _register()

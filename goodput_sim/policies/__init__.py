@@ -1,6 +1,6 @@
 """Scheduling policies, found by name through a registry (``get_policy``)."""
 
-from goodput_sim.policies import elastic, fifo, optimus, tiresias  # noqa: F401  (registration)
+from goodput_sim.policies import elastic, fifo, genetic, optimus, tiresias  # noqa: F401
 from goodput_sim.policies.base import (
     Decision,
     JobView,

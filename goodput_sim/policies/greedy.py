@@ -16,8 +16,12 @@ from numpy.typing import NDArray
 from goodput_sim.policies.problem import EPSILON, AllocationProblem
 
 
-def greedy_counts(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:
-    """GPU count per job maximising the harmonic-mean objective under packed placement."""
+def greedy_counts(
+    problem: AllocationProblem, total_gpus: int, whole_nodes: bool = False
+) -> NDArray[np.int64]:
+    """GPU count per job maximising the harmonic-mean objective under packed placement. With
+    ``whole_nodes`` a job spanning nodes takes whole nodes (unless it keeps its row), which
+    interference avoidance otherwise often makes impossible to place."""
     g = problem.gpus_per_node
     jobs = problem.num_jobs
     top = int(problem.caps.max()) if jobs else 0
@@ -34,6 +38,9 @@ def greedy_counts(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int
             value[kept[j]] = table[kept_nodes[j], kept[j]] / g
         value[0] = 0.0
         cost[j, : cap + 1] = 1.0 / (value + EPSILON)
+        if whole_nodes:
+            partial = (r > g) & (r % g != 0) & (r != kept[j])
+            cost[j, : cap + 1][partial] = np.inf
     counts = np.zeros(jobs, dtype=np.int64)
     free = total_gpus
     rows = np.arange(jobs)
@@ -52,11 +59,14 @@ def greedy_counts(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int
     return counts
 
 
-def place(problem: AllocationProblem, counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Rows for the chosen counts; counts that cannot be placed shrink until they fit."""
+def place(
+    problem: AllocationProblem, counts: NDArray[np.int64], keep_rows: bool = True
+) -> NDArray[np.int64]:
+    """Rows for the chosen counts; counts that cannot be placed shrink until they fit. With
+    ``keep_rows`` jobs whose count is unchanged keep their current row."""
     g = problem.gpus_per_node
     allocation = np.zeros_like(problem.current)
-    keep = (counts == problem.current.sum(axis=1)) & (counts > 0)
+    keep = (counts == problem.current.sum(axis=1)) & (counts > 0) & keep_rows
     allocation[keep] = problem.current[keep]
     free = g - allocation.sum(axis=0)
     hosts_distributed = ((allocation > 0).sum(axis=1)[:, None] > 1) & (allocation > 0)
@@ -96,5 +106,16 @@ def _pack(replicas: int, free: NDArray, taken: NDArray, g: int) -> NDArray | Non
 
 
 def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:
-    """Allocation matrix for ``problem``: greedy counts, then placement."""
-    return place(problem, greedy_counts(problem, total_gpus))
+    """Allocation matrix for ``problem``: greedy counts, placed keeping unchanged rows or
+    repacking everything (fragmentation can block the first), or the current allocation kept
+    as it is; whichever scores best on the exact objective."""
+    if problem.num_jobs == 0:
+        return problem.current.copy()
+    candidates = []
+    for whole_nodes in (False, True):
+        counts = greedy_counts(problem, total_gpus, whole_nodes)
+        candidates += [place(problem, counts), place(problem, counts, keep_rows=False)]
+    if problem.feasible(problem.current):
+        candidates.append(problem.current)
+    stack = np.array(candidates)
+    return stack[int(np.argmax(problem.objective(stack)))]

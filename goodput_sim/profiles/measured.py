@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+from scipy.spatial import QhullError
 
 from goodput_sim.errors import InputError
 from goodput_sim.profiles.base import (
@@ -45,13 +46,25 @@ _VALIDATION_NAME = re.compile(r"^validation-(\d+)\.csv$")
 def read_table(
     path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
 ) -> pd.DataFrame:
-    """Read a measurement CSV, checking columns, numbers and signs; errors name file and row."""
+    """Read a measurement CSV, checking columns, numbers and signs; errors name file and line."""
+    return _read_table_lines(path, columns, positive)[0]
+
+
+def _read_table_lines(
+    path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
+) -> tuple[pd.DataFrame, list[int]]:
+    """:func:`read_table` plus the file line of every data row (blank lines, which the parser
+    skips, must not shift the line numbers that errors report)."""
     if not path.is_file():
         raise InputError(path, "file is missing")
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        lines = _data_lines(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise InputError(path, f"not a readable CSV file ({err})") from None
+        reason = " ".join(str(err).split())  # parser messages may span lines: keep one line
+        raise InputError(path, f"not a readable CSV file ({reason})") from None
+    if len(lines) != len(frame):  # e.g. quoted fields spanning lines: fall back to row + 2
+        lines = list(range(2, len(frame) + 2))
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(
@@ -68,15 +81,24 @@ def read_table(
             raise InputError(
                 path,
                 f"column {column!r} must be a number, found {frame[column].iloc[row]!r}",
-                where=row + 2,
+                where=lines[row],
             )
         if column in positive and (values <= 0).any():
             row = int(np.argmax((values <= 0).to_numpy()))
             raise InputError(
-                path, f"column {column!r} must be positive, found {values.iloc[row]}", where=row + 2
+                path,
+                f"column {column!r} must be positive, found {values.iloc[row]}",
+                where=lines[row],
             )
         out[column] = values.to_numpy(dtype=np.float64)
-    return out
+    return out, lines
+
+
+def _data_lines(path: Path) -> list[int]:
+    """1-based file line of every data row: the non-blank lines after the header."""
+    with path.open(encoding="utf-8") as handle:
+        nonblank = [number for number, text in enumerate(handle, start=1) if text.strip()]
+    return nonblank[1:]
 
 
 def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) -> NDArray:
@@ -97,15 +119,15 @@ class MeasuredProfile(ApplicationProfile):
         folder = Path(folder)
         self.folder = folder
         self.name = name or folder.name
-        placements = read_table(
+        placements, lines = _read_table_lines(
             folder / "placements.csv", PLACEMENT_COLUMNS, positive=PLACEMENT_COLUMNS[:3]
         )
-        self._check_sync(folder / "placements.csv", placements)
-        scalability = read_table(
+        self._check_sync(folder / "placements.csv", placements, lines)
+        self.placements = self._with_placement_columns(folder / "placements.csv", placements, lines)
+        scalability, lines = _read_table_lines(
             folder / "scalability.csv", SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
         )
-        self._check_sync(folder / "scalability.csv", scalability)
-        self.placements = self._with_placement_columns(folder / "placements.csv", placements)
+        self._check_sync(folder / "scalability.csv", scalability, lines)
         self.scalability = scalability
         self.batch_sizes, self.validation = self._read_validation(folder)
         self._by_placement = {
@@ -130,20 +152,20 @@ class MeasuredProfile(ApplicationProfile):
         )
 
     @staticmethod
-    def _check_sync(path: Path, frame: pd.DataFrame) -> None:
+    def _check_sync(path: Path, frame: pd.DataFrame, lines: list[int]) -> None:
         bad = (frame["sync_time"] < 0) | (frame["sync_time"] > frame["step_time"])
         if bad.any():
             row = int(np.argmax(bad.to_numpy()))
-            raise InputError(path, "sync_time must lie in [0, step_time]", where=row + 2)
+            raise InputError(path, "sync_time must lie in [0, step_time]", where=lines[row])
 
     @staticmethod
-    def _with_placement_columns(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    def _with_placement_columns(path: Path, frame: pd.DataFrame, lines: list[int]) -> pd.DataFrame:
         digits = []
         for row, value in enumerate(frame["placement"]):
             text = str(int(value))
             if value != int(value) or any(d == "0" for d in text):
                 raise InputError(
-                    path, f"placement must be digits 1-9, found {value}", where=row + 2
+                    path, f"placement must be digits 1-9, found {value}", where=lines[row]
                 )
             digits.append(canonical_placement([int(d) for d in text]))
         frame = frame.copy()
@@ -161,13 +183,16 @@ class MeasuredProfile(ApplicationProfile):
         )
         if not files:
             raise InputError(folder / "validation-<B>.csv", "file is missing (no validation files)")
-        tables = [read_table(p, VALIDATION_COLUMNS) for _, p in files]
-        for (_, path), table in zip(files, tables, strict=True):
+        read = [_read_table_lines(p, VALIDATION_COLUMNS) for _, p in files]
+        tables = [table for table, _ in read]
+        for (_, path), (table, lines) in zip(files, read, strict=True):
             for column in ("grad_sqr", "grad_var", "iteration"):
                 bad = table[column] < 0
                 if bad.any():
                     row = int(np.argmax(bad.to_numpy()))
-                    raise InputError(path, f"column {column!r} must not be negative", where=row + 2)
+                    raise InputError(
+                        path, f"column {column!r} must not be negative", where=lines[row]
+                    )
         lengths = {len(t) for t in tables}
         if len(lengths) != 1:
             raise InputError(
@@ -206,7 +231,12 @@ class MeasuredProfile(ApplicationProfile):
         cloud = pd.concat([small, self.scalability[cols + ["step_time", "sync_time"]]])
         xyz = cloud[cols].to_numpy()
         values = cloud[["step_time", "sync_time"]].to_numpy()
-        return LinearNDInterpolator(xyz, values), NearestNDInterpolator(xyz, values)
+        nearest = NearestNDInterpolator(xyz, values)
+        try:
+            linear = LinearNDInterpolator(xyz, values)
+        except (QhullError, ValueError):  # too few or coplanar points: no 3-D triangulation
+            linear = nearest
+        return linear, nearest
 
     # ------------------------------------------------------------------ statistical efficiency
     def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:

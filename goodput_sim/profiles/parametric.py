@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+from scipy.spatial import QhullError
 
 from goodput_sim.errors import InputError
 from goodput_sim.models.efficiency import gain
@@ -115,6 +116,7 @@ class ParametricProfile(ApplicationProfile):
                 "throughput.gamma",
                 "lists differ in length",
             ),
+            (np.all(np.diff(self._gamma_nodes) > 0), "throughput.gamma.nodes", "must increase"),
             (np.all(self._gamma_value >= 1), "throughput.gamma.value", "must be >= 1"),
             (
                 len(self.progress_thresholds) == self.limits.max_epochs + 1,
@@ -122,6 +124,12 @@ class ParametricProfile(ApplicationProfile):
                 f"must list one threshold per epoch ({self.limits.max_epochs})",
             ),
             (np.all(np.diff(self.progress_thresholds) > 0), "progress.thresholds", "must increase"),
+            (
+                self.batch_sizes[0] > 0 and np.all(np.diff(self.batch_sizes) > 0),
+                "gradient_stats.batch_sizes",
+                "must be positive and increase",
+            ),
+            (np.all(np.diff(self._stat_epochs) > 0), "gradient_stats.epochs", "must increase"),
             (
                 self._log_sqr.shape
                 == self._log_var.shape
@@ -147,6 +155,8 @@ class ParametricProfile(ApplicationProfile):
             ) from None
         except OSError as err:
             raise InputError(path, f"cannot read file ({err.strerror})") from None
+        except UnicodeDecodeError as err:
+            raise InputError(path, f"not a UTF-8 text file ({err.reason})") from None
         if not isinstance(data, dict):
             raise InputError(path, "expected a mapping at the top level")
         return cls(data, source=path)
@@ -196,10 +206,13 @@ class ParametricProfile(ApplicationProfile):
     def _network_interpolators(self):
         points = np.column_stack([self._net_nodes, self._net_replicas])
         values = np.log(self._net_time)
+        nearest = NearestNDInterpolator(points, values)
         if len(points) < 4:
-            nearest = NearestNDInterpolator(points, values)
             return nearest, nearest
-        return LinearNDInterpolator(points, values), NearestNDInterpolator(points, values)
+        try:
+            return LinearNDInterpolator(points, values), nearest
+        except (QhullError, ValueError):  # collinear points (e.g. one node count): no triangles
+            return nearest, nearest
 
     def gamma(self, nodes: int) -> float:
         return float(np.interp(nodes, self._gamma_nodes, self._gamma_value))
@@ -239,16 +252,18 @@ class ParametricProfile(ApplicationProfile):
 
     def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
         """Derived: each epoch needs its progress divided by the per-step gain at that batch."""
-        batch_size = np.atleast_1d(np.asarray(batch_size, dtype=np.float64))
+        batch_size, epoch = np.broadcast_arrays(
+            np.asarray(batch_size, dtype=np.float64), np.asarray(epoch)
+        )
+        flat = batch_size.ravel()
         epochs = np.arange(self.limits.max_epochs)
-        sqr, var = self.grad_stats(batch_size[:, None], epochs[None, :])
+        sqr, var = self.grad_stats(flat[:, None], epochs[None, :])
         per_epoch = np.diff(self.progress_thresholds)[None, :] / gain(
-            batch_size[:, None], self.limits.init_batch_size, sqr, var
+            flat[:, None], self.limits.init_batch_size, sqr, var
         )
         cumulative = np.cumsum(per_epoch, axis=1)
-        rows = np.clip(np.asarray(epoch, dtype=np.int64), 0, self.limits.max_epochs - 1)
-        rows = np.broadcast_to(rows, batch_size.shape)
-        return cumulative[np.arange(batch_size.size), rows]
+        rows = np.clip(epoch.ravel().astype(np.int64), 0, self.limits.max_epochs - 1)
+        return cumulative[np.arange(flat.size), rows].reshape(batch_size.shape)
 
 
 def load_parametric_profiles(folder: str | Path) -> dict[str, ParametricProfile]:

@@ -1,0 +1,84 @@
+"""Goodput optimiser vs a reference-sized genetic search (population 100, 100 generations) on
+the same recorded scheduling rounds: objective ratio per round, and time per round.
+
+    python benchmarks/bench_optimizer.py [--rounds 40] [--workload PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from goodput_sim.api import bundled_workload
+from goodput_sim.engine import Simulation
+from goodput_sim.policies.elastic import Goodput
+from goodput_sim.policies.genetic import solve_genetic
+from goodput_sim.policies.greedy import solve_greedy
+from goodput_sim.profiles import load_profiles
+from goodput_sim.workload import load_workload
+
+
+class RecordingGoodput(Goodput):
+    """The goodput policy, keeping every round's problem for later comparison."""
+
+    def __init__(self):
+        super().__init__()
+        self.problems = []
+
+    def allocate(self, snapshot):
+        self.problems.append((self.problem(snapshot), snapshot.cluster.total_gpus))
+        return super().allocate(snapshot)
+
+
+def record_problems(workload: Path, profiles=None) -> list:
+    policy = RecordingGoodput()
+    frame = load_workload(workload)
+    Simulation(frame, load_profiles(profiles), policy).run()
+    return policy.problems
+
+
+def compare_on(problems: list, seed: int = 0) -> dict:
+    ratios, greedy_times, ga_times = [], [], []
+    for index, (problem, total) in enumerate(problems):
+        t = time.perf_counter()
+        greedy = solve_greedy(problem, total)
+        greedy_times.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        genetic = solve_genetic(problem, seed=seed + index)
+        ga_times.append(time.perf_counter() - t)
+        ours, theirs = problem.objective(np.array([greedy, genetic]))
+        ratios.append(ours / theirs if theirs > 0 else 1.0)
+    ratios = np.array(ratios)
+    return {
+        "rounds": len(problems),
+        "objective_ratio_min": float(ratios.min()),
+        "objective_ratio_mean": float(ratios.mean()),
+        "rounds_greedy_worse": int((ratios < 1 - 1e-9).sum()),
+        "greedy_ms_per_round": 1e3 * float(np.mean(greedy_times)),
+        "genetic_ms_per_round": 1e3 * float(np.mean(ga_times)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workload", type=Path, default=bundled_workload())
+    parser.add_argument("--profiles", type=Path, default=None)
+    parser.add_argument("--rounds", type=int, default=40, help="rounds sampled evenly from the run")
+    args = parser.parse_args()
+    problems = [p for p in record_problems(args.workload, args.profiles) if p[0].num_jobs >= 2]
+    picks = np.unique(np.linspace(0, len(problems) - 1, args.rounds).astype(int))
+    report = compare_on([problems[i] for i in picks])
+    report.update(workload=args.workload.name, cpus=os.cpu_count(), machine=platform.platform())
+    print(json.dumps(report, indent=2))
+    out = Path(__file__).parent / "results" / "optimizer.json"
+    out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+"""Run every benchmark in this folder (``make bench``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+if __name__ == "__main__":
+    failed = 0
+    for script in sorted(HERE.glob("bench_*.py")):
+        print(f"== {script.name}", flush=True)
+        failed += subprocess.call([sys.executable, str(script)]) != 0
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,278 @@
+"""`goodput-sim run | compare | demo | validate`: the simulator's main jobs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from goodput_sim.api import (
+    DEFAULT_POLICIES,
+    Comparison,
+    bundled_workload,
+    compare,
+    default_profiles_path,
+    run,
+    write_run,
+)
+from goodput_sim.cli import main
+from goodput_sim.engine import SimConfig
+from goodput_sim.plots import avg_jct_bars, jct_cdf
+
+
+def _common(func):
+    """Options shared by run and compare."""
+    options = [
+        click.option(
+            "--workload",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Workload CSV (default: the bundled traces/workloads/default.csv).",
+        ),
+        click.option(
+            "--profiles",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Folder of YAML profiles or a measurement folder (default: bundled).",
+        ),
+        click.option(
+            "--cluster",
+            default="16x4",
+            show_default=True,
+            help="NODESxGPUS or a cluster YAML file (see configs/).",
+        ),
+        click.option(
+            "--seed", type=int, default=0, show_default=True, help="Seed for randomised policies."
+        ),
+        click.option(
+            "--interval",
+            type=float,
+            default=60.0,
+            show_default=True,
+            help="Seconds between rounds.",
+        ),
+        click.option(
+            "--restart-delay",
+            type=float,
+            default=30.0,
+            show_default=True,
+            help="Seconds lost when a job's allocation changes.",
+        ),
+        click.option(
+            "--interference",
+            type=float,
+            default=0.0,
+            show_default=True,
+            help="Slowdown of distributed jobs sharing a node (SPEC 5.6).",
+        ),
+        click.option("--horizon", type=float, default=None, help="Stop after this many seconds."),
+        click.option(
+            "--oracle", is_flag=True, help="Policies see true throughput, not online fits."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _config(interval, restart_delay, interference, horizon, oracle) -> SimConfig:
+    return SimConfig(interval, restart_delay, interference, horizon, oracle)
+
+
+@main.command("run")
+@click.option("--policy", required=True, help="Policy name (see `goodput-sim policies`).")
+@_common
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder (default: results/<policy>-<workload>).",
+)
+def run_cmd(
+    policy,
+    workload,
+    profiles,
+    cluster,
+    seed,
+    interval,
+    restart_delay,
+    interference,
+    horizon,
+    oracle,
+    out,
+) -> None:
+    """Replay a workload under one policy and write a results folder."""
+    config = _config(interval, restart_delay, interference, horizon, oracle)
+    workload = workload or bundled_workload()
+    result = run(policy, workload, profiles, cluster, seed, config)
+    out = out or Path("results") / f"{policy}-{Path(workload).stem}"
+    write_run(
+        result, out, {"workload": workload, "profiles": default_profiles_path(profiles)}, seed
+    )
+    jobs = result.jobs
+    done = jobs[jobs["finished"]]
+    click.echo(
+        f"{policy}: {len(done)}/{len(jobs)} jobs finished, average JCT "
+        f"{done['jct'].mean():.1f} s, wall {result.wall_seconds:.1f} s -> {out}"
+    )
+
+
+def _fmt_hours(seconds: float) -> str:
+    return "-" if math.isnan(seconds) else f"{seconds / 3600:.2f}h"
+
+
+def print_comparison(comparison: Comparison) -> None:
+    """The comparison table and the claim check, as plain text."""
+    s = comparison.summary
+    click.echo(
+        f"{'policy':<11} {'avg JCT':>9} {'median':>9} {'p95':>9} {'makespan':>9} "
+        f"{'GPU util':>8} {'ex/GPU-s':>9} {'unfinished':>10} {'wall':>7}"
+    )
+    for name, row in s.iterrows():
+        click.echo(
+            f"{name:<11} {_fmt_hours(row.avg_jct):>9} {_fmt_hours(row.median_jct):>9} "
+            f"{_fmt_hours(row.p95_jct):>9} {_fmt_hours(row.makespan):>9} "
+            f"{row.gpu_utilization:>8.1%} {row.examples_per_gpu_second:>9.1f} "
+            f"{int(row.unfinished):>10} {row.wall_seconds:>6.1f}s"
+        )
+    claim = comparison.claim
+    if not claim.get("available"):
+        click.echo("claim check: needs the goodput policy in the comparison")
+        return
+    low, high = claim["paper_range"]
+    click.echo(
+        f"\nclaim check: goodput's average-JCT reduction vs each policy "
+        f"(Pollux paper: {low:.0%}-{high:.0%})"
+    )
+    for name, v in claim["versus"].items():
+        verdict = (
+            "within" if v["within_paper_range"] else ("above" if v["reduction"] > high else "below")
+        )
+        click.echo(f"  vs {name:<11} {v['reduction']:>7.1%}   ({verdict} the paper's range)")
+
+
+def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, result in comparison.results.items():
+        write_run(result, out / name, inputs, seed)
+    (out / "summary.json").write_text(
+        json.dumps(comparison.as_json(), indent=2, sort_keys=True) + "\n"
+    )
+    comparison.summary.to_csv(out / "summary.csv", float_format="%.6f")
+    jobs = {name: r.jobs for name, r in comparison.results.items()}
+    jct_cdf(jobs, out / "jct_cdf.png")
+    avg_jct_bars(comparison.summary.to_dict(orient="index"), out / "avg_jct.png")
+
+
+@main.command("compare")
+@click.option(
+    "--policies",
+    default=",".join(DEFAULT_POLICIES),
+    show_default=True,
+    help="Comma-separated policy names.",
+)
+@_common
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder (default: results/compare-<workload>).",
+)
+@click.option(
+    "--workers", type=int, default=1, show_default=True, help="Processes to run policies in."
+)
+def compare_cmd(
+    policies,
+    workload,
+    profiles,
+    cluster,
+    seed,
+    interval,
+    restart_delay,
+    interference,
+    horizon,
+    oracle,
+    fmt,
+    out,
+    workers,
+) -> None:
+    """Run several policies on the same inputs; print JCT statistics and the claim check."""
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    config = _config(interval, restart_delay, interference, horizon, oracle)
+    workload = workload or bundled_workload()
+    comparison = compare(names, workload, profiles, cluster, seed, config, workers)
+    out = out or Path("results") / f"compare-{Path(workload).stem}"
+    write_comparison(
+        comparison, out, {"workload": workload, "profiles": default_profiles_path(profiles)}, seed
+    )
+    if fmt == "json":
+        click.echo(json.dumps(comparison.as_json(), indent=2, sort_keys=True))
+    else:
+        print_comparison(comparison)
+        click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")
+
+
+@main.command("demo")
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=Path("results/demo"), show_default=True
+)
+@click.option("--workers", type=int, default=2, show_default=True)
+def demo_cmd(out: Path, workers: int) -> None:
+    """The main job: all five policies on the bundled default workload, 16x4 cluster."""
+    click.echo(
+        f"Comparing {', '.join(DEFAULT_POLICIES)} on {bundled_workload().name} "
+        "(160 jobs, 16 nodes x 4 GPUs, bundled profiles)...\n"
+    )
+    comparison = compare(DEFAULT_POLICIES, workers=workers)
+    write_comparison(
+        comparison,
+        out,
+        {"workload": bundled_workload(), "profiles": default_profiles_path(None)},
+        0,
+    )
+    print_comparison(comparison)
+    click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")
+
+
+@main.command("policies")
+def policies_cmd() -> None:
+    """List the registered policies."""
+    from goodput_sim.policies import get_policy, policy_names
+
+    for name in policy_names():
+        doc = (type(get_policy(name)).__doc__ or "").strip().splitlines()[0]
+        click.echo(f"{name:<11} {doc}")
+
+
+@main.command("validate")
+@click.option(
+    "--reference",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The Pollux artifact folder (traces/ and workloads/).",
+)
+def validate_cmd(reference: Path) -> None:
+    """Fidelity checks: workload-6 average JCTs against the Pollux artifact's results."""
+    from goodput_sim.validate import WORKLOAD, check_fidelity
+
+    if not (reference / WORKLOAD).is_file() or not (reference / "traces").is_dir():
+        click.echo(
+            f"validate: SKIPPED - reference data not found at {reference} "
+            "(needs traces/ and workloads/workload-6.csv)"
+        )
+        return
+    failed = 0
+    for r in check_fidelity(reference):
+        status = "PASS" if r.passed else "FAIL"
+        failed += not r.passed
+        click.echo(
+            f"{status}  {r.bar.policy:<9} avg JCT {r.avg_jct:8.1f} s  ({r.bar.note}; "
+            f"wall {r.wall_seconds:.1f} s)"
+        )
+    if failed:
+        raise SystemExit(1)

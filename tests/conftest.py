@@ -1,0 +1,37 @@
+"""Shared fixtures: the reference measurements beside the repository (skipped when absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# The tests fit small problems, where multi-threaded BLAS gains nothing. On a busy machine its
+# spinning threads made one SVD-heavy profile fit 50x slower, so use one thread. This must run
+# before numpy is first imported (conftest is imported before the test modules).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+REFERENCE_DIR = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "pollux-osdi21"
+)
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    """The Pollux OSDI'21 reference folder (SPEC.md, traces/, workloads/)."""
+    if not (REFERENCE_DIR / "traces").is_dir():
+        pytest.skip(
+            "reference data not found at ../shared/reference/pollux-osdi21; "
+            f"place the Pollux OSDI'21 reference folder at {REFERENCE_DIR} to run this test"
+        )
+    return REFERENCE_DIR
+
+
+@pytest.fixture(scope="session")
+def measured_profiles(reference_dir):
+    """Every application of the reference traces as a MeasuredProfile, loaded once."""
+    from goodput_sim.profiles import load_measured_profiles
+
+    return load_measured_profiles(reference_dir / "traces")
