@@ -6,6 +6,7 @@
 2. Placement: jobs keeping their GPU count keep their row; the others are packed, largest first,
    onto whole free nodes plus a best-fit remainder node that hosts no other distributed job
    (interference avoidance). A job that cannot be placed gives up GPUs one at a time.
+3. Polish: hill-climb on the exact objective with single-GPU moves.
 """
 
 from __future__ import annotations
@@ -118,4 +119,49 @@ def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int6
     if problem.feasible(problem.current):
         candidates.append(problem.current)
     stack = np.array(candidates)
-    return stack[int(np.argmax(problem.objective(stack)))]
+    return local_search(problem, stack[int(np.argmax(problem.objective(stack)))])
+
+
+def _feasible_stack(problem: AllocationProblem, stack: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which allocations in a (k x jobs x nodes) stack respect capacity, caps and interference."""
+    ok = (stack.sum(axis=1) <= problem.gpus_per_node).all(axis=1) & (stack >= 0).all(axis=(1, 2))
+    ok &= (stack.sum(axis=2) <= problem.caps[None, :]).all(axis=1)
+    used = stack > 0
+    distributed = used & (used.sum(axis=2) > 1)[:, :, None]
+    return ok & (distributed.sum(axis=1) <= 1).all(axis=1)
+
+
+def local_search(
+    problem: AllocationProblem, allocation: NDArray[np.int64], max_steps: int = 8
+) -> NDArray[np.int64]:
+    """Hill-climb on the exact objective with single-GPU moves: add a free GPU to a job, or hand
+    one GPU on a node from one job to another; best improving move first."""
+    jobs, nodes = allocation.shape
+    best = allocation.copy()
+    score = problem.objective(best[None])[0]
+    for _ in range(max_steps):
+        free = problem.gpus_per_node - best.sum(axis=0)
+        moves = []
+        for j, n in zip(*np.nonzero(np.broadcast_to(free > 0, best.shape)), strict=True):
+            move = best.copy()
+            move[j, n] += 1
+            moves.append(move)
+        for a, n in zip(*np.nonzero(best), strict=True):
+            for b in range(jobs):
+                if b != a:
+                    move = best.copy()
+                    move[a, n] -= 1
+                    move[b, n] += 1
+                    moves.append(move)
+        if not moves:
+            break
+        stack = np.array(moves)
+        stack = stack[_feasible_stack(problem, stack)]
+        if not len(stack):
+            break
+        values = problem.objective(stack)
+        top = int(np.argmax(values))
+        if values[top] <= score * (1 + 1e-12):
+            break
+        best, score = stack[top], values[top]
+    return best
