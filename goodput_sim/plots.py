@@ -24,7 +24,8 @@ def jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: Path, title: str = ""
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right")
     ax.set_title(title or "JCT CDF")
     fig.tight_layout()
     fig.savefig(path, dpi=120, metadata={"Software": None})
