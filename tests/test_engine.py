@@ -181,8 +181,11 @@ def test_restart_delay_is_paid_on_every_allocation_change(profiles, monkeypatch,
     monkeypatch.setattr(Simulation, "_record_round", spy)
     config = SimConfig(interval=60.0, restart_delay=60.0)
     sim = Simulation(
-        workload(("c", 0, "cifar10", 4, 2048)), profiles, get_policy("goodput"),
-        ClusterSpec(16, 4), config,
+        workload(("c", 0, "cifar10", 4, 2048)),
+        profiles,
+        get_policy("goodput"),
+        ClusterSpec(16, 4),
+        config,
     )
     result = sim.run()
     job = result.jobs.iloc[0]
@@ -263,8 +266,9 @@ class _Recorder:
 
     def allocate(self, snapshot):
         for view in snapshot.jobs:
-            type(self).seen.append((snapshot.time, view.name, view.truth, view.belief,
-                                    view.belief.params))
+            type(self).seen.append(
+                (snapshot.time, view.name, view.truth, view.belief, view.belief.params)
+            )
         return super().allocate(snapshot)
 
 
@@ -354,8 +358,9 @@ def test_interference_slows_only_distributed_jobs_sharing_a_node(profiles):
 # ------------------------------------------------------------------------------ oracle mode
 @pytest.mark.parametrize("policy", ["goodput", "throughput"])
 def test_oracle_mode_runs(policy, profiles):
-    sim = Simulation(MIXED.iloc[:5], profiles, get_policy(policy), SMALL_CLUSTER,
-                     SimConfig(oracle=True))
+    sim = Simulation(
+        MIXED.iloc[:5], profiles, get_policy(policy), SMALL_CLUSTER, SimConfig(oracle=True)
+    )
     jobs = sim.run().jobs
     assert jobs["finished"].all()
     jct = jobs["jct"].to_numpy(dtype=float)
@@ -368,8 +373,9 @@ def test_oracle_changes_goodput_decisions(profiles):
     """The first round differs: an oracle belief lets a new job take more than one GPU."""
     runs = {}
     for oracle in (False, True):
-        result = api.run("goodput", MIXED.iloc[:1], profiles, cluster="2x4",
-                         config=SimConfig(oracle=oracle))
+        result = api.run(
+            "goodput", MIXED.iloc[:1], profiles, cluster="2x4", config=SimConfig(oracle=oracle)
+        )
         runs[oracle] = result.rounds
     first_alloc = {k: r.loc[r["gpus_in_use"] > 0, "gpus_in_use"].iloc[0] for k, r in runs.items()}
     assert first_alloc[False] == 1
