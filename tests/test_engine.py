@@ -13,6 +13,7 @@ import pytest
 from goodput_sim import api
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig, Simulation
+from goodput_sim.errors import InputError
 from goodput_sim.policies import base as policy_base
 from goodput_sim.policies import get_policy, policy_names, register
 from goodput_sim.policies.base import Policy
@@ -245,6 +246,13 @@ def test_horizon_reports_unfinished_jobs(horizon, profiles, tmp_path):
     api.write_run(result, tmp_path / "out", {}, 0)
     written = pd.read_csv(tmp_path / "out" / "jobs.csv")
     assert len(written) == 2 and written["jct"].isna().all()
+
+
+def test_dataframe_job_larger_than_the_cluster_is_rejected(profiles):
+    """A gang job that can never be placed would keep fifo/tiresias waiting forever."""
+    wl = workload(("ok", 0, "ncf", 1, 32768), ("big", 0, "cifar10", 16, 4096))
+    with pytest.raises(InputError, match="'big' asks for 16 GPUs"):
+        api.run("fifo", wl, profiles, cluster="2x4")
 
 
 # ---------------------------------------------------------------------------- determinism

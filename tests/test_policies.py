@@ -19,8 +19,8 @@ from goodput_sim.policies import JobView, Snapshot, get_policy, policy_names
 from goodput_sim.policies.elastic import Goodput, ThroughputOnly
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.policies.greedy import solve_greedy
-from goodput_sim.policies.problem import AllocationProblem, speedup_table
 from goodput_sim.policies.optimus import Optimus
+from goodput_sim.policies.problem import AllocationProblem, speedup_table
 from goodput_sim.policies.tiresias import QUEUE_THRESHOLD, Tiresias
 from goodput_sim.profiles import load_profiles
 
@@ -356,9 +356,10 @@ def test_greedy_is_feasible_on_synthetic_problems(seed):
     nodes, gpus = 4, 4
     jobs = int(rng.integers(2, 7))
     caps = rng.integers(1, 9, size=jobs)
+    exponents = rng.uniform(0.7, 1.0, size=jobs)
     tables = [
-        speedup_table(lambda n, r, a=rng.uniform(0.7, 1.0): r**a / n**0.05, int(c), nodes, gpus)
-        for c in caps
+        speedup_table(lambda n, r, a=a: r**a / n**0.05, int(c), nodes, gpus)
+        for a, c in zip(exponents, caps, strict=True)
     ]
     current = np.zeros((jobs, nodes), dtype=np.int64)
     for _ in range(3):
@@ -372,6 +373,26 @@ def test_greedy_is_feasible_on_synthetic_problems(seed):
         if jobs <= nodes * gpus:
             assert (allocation.sum(axis=1) >= 1).all()
         current = allocation
+
+
+@pytest.mark.parametrize("caps", [[6, 6, 6], [5, 5, 5], [5, 5, 5, 1], [7, 7]])
+def test_greedy_avoids_interference_when_it_binds(caps):
+    """Linear speedups make every job want more than a node; only one distributed job may use
+    each node, so some jobs must stay on one node."""
+    caps = np.array(caps)
+    tables = [speedup_table(lambda n, r: r, int(c), 4, 4) for c in caps]
+    problem = AllocationProblem(
+        [f"j{k}" for k in range(len(caps))],
+        caps,
+        np.ones(len(caps)),
+        np.zeros((len(caps), 4), dtype=np.int64),
+        4,
+        tables,
+    )
+    allocation = solve_greedy(problem, 16)
+    assert problem.feasible(allocation), allocation
+    assert (allocation.sum(axis=1) >= 1).all()
+    assert allocation.sum() >= 12  # and it still uses most of the cluster
 
 
 # ----------------------------------------------------------------- goodput vs throughput

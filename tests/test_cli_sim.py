@@ -1,0 +1,291 @@
+"""`goodput-sim run | compare | validate`: results folders, JSON output, one-line input errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from goodput_sim.cli import main
+
+HEADER = "name,time,application,num_replicas,batch_size\n"
+SMALL = HEADER + "ncf-0,0,ncf,1,32768\ncifar10-1,30,cifar10,4,2048\nncf-2,60,ncf,1,32768\n"
+JOB_COLUMNS = [
+    "arrival",
+    "start",
+    "finish",
+    "jct",
+    "queueing",
+    "restarts",
+    "gpu_seconds",
+    "final_batch_size",
+    "finished",
+]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def small_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL)
+    return path
+
+
+def test_run_writes_a_results_folder(small_csv, tmp_path):
+    out = tmp_path / "out"
+    result = invoke(
+        "run", "--policy", "fifo", "--workload", small_csv, "--cluster", "2x4", "--out", out
+    )
+    assert result.exit_code == 0, result.output
+    assert "3/3 jobs finished" in result.output
+    for name in ("jobs.csv", "rounds.csv", "manifest.json", "jct_cdf.png"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert (out / "jct_cdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    jobs = pd.read_csv(out / "jobs.csv")
+    assert set(JOB_COLUMNS) <= set(jobs.columns)
+    assert len(jobs) == 3 and jobs["finished"].all()
+    assert jobs["jct"].to_numpy() == pytest.approx(
+        (jobs["finish"] - jobs["arrival"]).to_numpy(), abs=2e-6
+    )
+    assert (jobs["restarts"] == 0).all() and (jobs["gpu_seconds"] > 0).all()
+    rounds = pd.read_csv(out / "rounds.csv")
+    assert {"time", "allocations"} <= set(rounds.columns)
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["goodput_sim_version"]
+    assert manifest["seed"] == 0
+    assert manifest["config"]["interval"] == 60.0 and manifest["config"]["restart_delay"] == 30.0
+    assert manifest["cluster"]["nodes"] == 2 and manifest["cluster"]["gpus_per_node"] == 4
+    assert manifest["policy"]["name"] == "fifo"
+    hashes = manifest["input_sha256"]
+    assert set(hashes) == {"workload", "profiles"}
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes.values())
+    assert manifest["wall_seconds"] > 0
+
+
+def test_run_options_reach_the_config(small_csv, tmp_path):
+    out = tmp_path / "out"
+    result = invoke(
+        "run",
+        "--policy",
+        "goodput",
+        "--workload",
+        small_csv,
+        "--cluster",
+        "2x4",
+        "--seed",
+        5,
+        "--interval",
+        120,
+        "--restart-delay",
+        10,
+        "--interference",
+        0.25,
+        "--horizon",
+        900,
+        "--oracle",
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 5
+    assert manifest["config"] == {
+        "interval": 120.0,
+        "restart_delay": 10.0,
+        "interference": 0.25,
+        "horizon": 900.0,
+        "oracle": True,
+    }
+    rounds = pd.read_csv(out / "rounds.csv")
+    assert rounds["time"].max() < 900 and (rounds["time"] % 120 == 0).all()
+
+
+def test_compare_json(small_csv, tmp_path):
+    out = tmp_path / "cmp"
+    result = invoke(
+        "compare",
+        "--policies",
+        "fifo,goodput",
+        "--workload",
+        small_csv,
+        "--cluster",
+        "2x4",
+        "--format",
+        "json",
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data["policies"]) == {"fifo", "goodput"}
+    for stats in data["policies"].values():
+        for key in ("avg_jct", "median_jct", "p95_jct", "makespan", "unfinished"):
+            assert key in stats
+        assert stats["unfinished"] == 0
+        assert 0 < stats["median_jct"] <= stats["p95_jct"] <= stats["makespan"] + 60
+    claim = data["claim"]
+    assert claim["reference"] == "goodput" and claim["available"]
+    assert set(claim["versus"]) == {"fifo"}
+    expected = 1 - data["policies"]["goodput"]["avg_jct"] / data["policies"]["fifo"]["avg_jct"]
+    assert claim["versus"]["fifo"]["reduction"] == pytest.approx(expected)
+    for name in ("jct_cdf.png", "avg_jct.png"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0
+    for policy in ("fifo", "goodput"):
+        assert (out / policy / "jobs.csv").is_file()
+
+
+# ------------------------------------------------------------------------------ bad input
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert result.stdout.strip() == ""
+    return lines[0]
+
+
+BAD_WORKLOADS = {
+    "unknown_app": (HEADER + "a,0,ncf,1,32768\nb,10,resnet,1,64\n", 3, "unknown application"),
+    "negative_time": (HEADER + "a,-5,ncf,1,32768\n", 2, "time '-5'"),
+    "non_numeric_time": (HEADER + "a,0,ncf,1,32768\nb,soon,ncf,1,32768\n", 3, "not a number"),
+    "duplicate_names": (HEADER + "a,0,ncf,1,32768\na,10,ncf,1,32768\n", 3, "duplicate job name"),
+    "missing_columns": ("name,time,application\na,0,ncf\n", 1, "missing column"),
+    "too_many_gpus": (HEADER + "a,0,ncf,1,32768\nbig,0,cifar10,16,4096\n", 3, "16 GPUs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WORKLOADS))
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_bad_workload_is_one_line_naming_file_and_line(case, command, tmp_path):
+    text, line, problem = BAD_WORKLOADS[case]
+    path = tmp_path / f"{case}.csv"
+    path.write_text(text)
+    args = ["--policy", "fifo"] if command == "run" else ["--policies", "fifo,goodput"]
+    result = invoke(
+        command, *args, "--workload", path, "--cluster", "2x4", "--out", tmp_path / "out"
+    )
+    message = _one_line_error(result)
+    assert f"{case}.csv" in message
+    assert f"line {line}" in message
+    assert problem in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_empty_workload(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text(HEADER)
+    message = _one_line_error(
+        invoke("run", "--policy", "fifo", "--workload", path, "--out", tmp_path / "out")
+    )
+    assert "empty.csv" in message and "no jobs" in message
+
+
+def test_unknown_policy(small_csv, tmp_path):
+    message = _one_line_error(
+        invoke("run", "--policy", "sjf", "--workload", small_csv, "--out", tmp_path / "out")
+    )
+    assert "sjf" in message and "--policy" in message
+    for known in ("fifo", "goodput", "optimus", "throughput", "tiresias"):
+        assert known in message
+    message = _one_line_error(
+        invoke(
+            "compare", "--policies", "fifo,sjf", "--workload", small_csv, "--out", tmp_path / "out"
+        )
+    )
+    assert "sjf" in message
+
+
+def test_malformed_cluster_yaml(small_csv, tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("nodes: 2\ngpus_per_node: [4\n")
+    message = _one_line_error(
+        invoke(
+            "run",
+            "--policy",
+            "fifo",
+            "--workload",
+            small_csv,
+            "--cluster",
+            cluster,
+            "--out",
+            tmp_path / "out",
+        )
+    )
+    assert "cluster.yaml" in message and "malformed YAML" in message
+    assert re.search(r"line \d+", message)
+
+
+def test_cluster_yaml_with_bad_value(small_csv, tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("nodes: 0\ngpus_per_node: 4\n")
+    message = _one_line_error(
+        invoke(
+            "run",
+            "--policy",
+            "fifo",
+            "--workload",
+            small_csv,
+            "--cluster",
+            cluster,
+            "--out",
+            tmp_path / "out",
+        )
+    )
+    assert "cluster.yaml" in message and "nodes" in message
+
+
+def test_cluster_yaml_is_used(small_csv, tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("nodes: 3\ngpus_per_node: 2\n")
+    out = tmp_path / "out"
+    result = invoke(
+        "run", "--policy", "fifo", "--workload", small_csv, "--cluster", cluster, "--out", out
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["cluster"]["nodes"], manifest["cluster"]["gpus_per_node"]) == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--interval", "0"), ("--interference", "1.5"), ("--horizon", "-1")]
+)
+def test_bad_engine_option(option, value, small_csv, tmp_path):
+    message = _one_line_error(
+        invoke(
+            "run",
+            "--policy",
+            "fifo",
+            "--workload",
+            small_csv,
+            option,
+            value,
+            "--out",
+            tmp_path / "out",
+        )
+    )
+    assert option in message
+
+
+def test_validate_without_reference_skips():
+    result = invoke("validate", "--reference", "/nonexistent")
+    assert result.exit_code == 0
+    assert "SKIPPED" in result.output
+
+
+def test_policies_lists_every_policy():
+    from goodput_sim.policies import policy_names
+
+    result = invoke("policies")
+    assert result.exit_code == 0
+    listed = [line.split()[0] for line in result.output.splitlines() if line.strip()]
+    assert listed == policy_names()
