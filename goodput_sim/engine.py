@@ -168,18 +168,16 @@ class Simulation:
         decision = self.policy.allocate(snapshot)
         self.policy_seconds.append(wallclock.perf_counter() - started)
         rows = self._validated(decision, active)
-        for job, view in zip(active, views, strict=True):
-            row = rows[job.name]
-            if not np.array_equal(row, job.allocation):
-                self._reallocate(job, row, now)
-            if job.replicas:
-                self._ensure_plan(job, view)
-        slowed = interference_flags(np.array([j.allocation for j in active]))
-        if self.config.interference > 0:
+        for job in active:
+            if not np.array_equal(rows[job.name], job.allocation):
+                self._reallocate(job, rows[job.name], now)
+        if self.config.interference > 0:  # slowdowns first, so each plan is built once
+            slowed = interference_flags(np.array([j.allocation for j in active]))
             for job, flag in zip(active, slowed, strict=True):
                 job.slowdown = self.config.interference if flag else 0.0
-                if job.replicas:
-                    self._ensure_plan(job, self._view(job, now))
+        for job, view in zip(active, views, strict=True):
+            if job.replicas:
+                self._ensure_plan(job, view)
         self._record_round(now, active)
 
     def _validated(self, decision: dict, active: list[Job]) -> dict[str, NDArray[np.int64]]:

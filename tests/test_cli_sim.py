@@ -205,10 +205,9 @@ def test_unknown_policy(small_csv, tmp_path):
     assert "sjf" in message
 
 
-def test_malformed_cluster_yaml(small_csv, tmp_path):
-    cluster = tmp_path / "cluster.yaml"
-    cluster.write_text("nodes: 2\ngpus_per_node: [4\n")
-    message = _one_line_error(
+def _run_on_cluster(small_csv, cluster, tmp_path) -> str:
+    """The one-line error of `run --policy fifo` on ``cluster``."""
+    return _one_line_error(
         invoke(
             "run",
             "--policy",
@@ -221,6 +220,12 @@ def test_malformed_cluster_yaml(small_csv, tmp_path):
             tmp_path / "out",
         )
     )
+
+
+def test_malformed_cluster_yaml(small_csv, tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("nodes: 2\ngpus_per_node: [4\n")
+    message = _run_on_cluster(small_csv, cluster, tmp_path)
     assert "cluster.yaml" in message and "malformed YAML" in message
     assert re.search(r"line \d+", message)
 
@@ -228,19 +233,7 @@ def test_malformed_cluster_yaml(small_csv, tmp_path):
 def test_cluster_yaml_with_bad_value(small_csv, tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("nodes: 0\ngpus_per_node: 4\n")
-    message = _one_line_error(
-        invoke(
-            "run",
-            "--policy",
-            "fifo",
-            "--workload",
-            small_csv,
-            "--cluster",
-            cluster,
-            "--out",
-            tmp_path / "out",
-        )
-    )
+    message = _run_on_cluster(small_csv, cluster, tmp_path)
     assert "cluster.yaml" in message and "nodes" in message
 
 

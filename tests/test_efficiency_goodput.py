@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spec_formulas import by_hand
 
 from goodput_sim.models.efficiency import (
     efficiency,
@@ -18,6 +19,7 @@ from goodput_sim.models.efficiency import (
 )
 from goodput_sim.models.goodput import GoodputModel, candidate_configs, fixed_batch_config
 from goodput_sim.models.throughput import ThroughputParams
+from goodput_sim.profiles.base import Limits
 
 # ------------------------------------------------------------------------ efficiency identities
 STAT = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
@@ -135,15 +137,7 @@ def brute_force(model: GoodputModel, nodes: int, replicas: int, statistical: boo
         if replicas == 1 and local > m0 + 1e-8:
             s = max(s, 1)
         b = math.ceil(local / (s + 1) - 1e-8)
-        t_acc = p.alpha_c + p.beta_c * b
-        extra = max(replicas - 2, 1e-8)
-        if nodes > 1:
-            t_net = p.alpha_n + p.beta_n * extra
-        elif replicas > 1:
-            t_net = p.alpha_r + p.beta_r * extra
-        else:
-            t_net = 1e-8 + 1e-8 * extra
-        t_iter = s * t_acc + (t_acc**p.gamma + t_net**p.gamma) ** (1 / p.gamma)
+        t_iter = by_hand(p, nodes, replicas, b, s)[2]
         m = replicas * b * (s + 1)
         if statistical:
             scale = m / m0
@@ -311,4 +305,5 @@ def test_speedup_relative_to_base():
 )
 def test_fixed_batch_config_examples(total, replicas, limits, expected):
     init, max_batch, max_local = limits
-    assert fixed_batch_config(total, replicas, init, max_batch, max_local) == expected
+    lim = Limits(init, max_batch, 1, max_local, 1)
+    assert fixed_batch_config(total, replicas, lim) == expected

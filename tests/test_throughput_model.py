@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spec_formulas import by_hand
 
 from goodput_sim.models.throughput import (
     PARAM_NAMES,
@@ -20,20 +21,6 @@ from goodput_sim.models.throughput import (
 PARAMS = ThroughputParams(
     alpha_c=0.02, beta_c=0.0005, alpha_n=0.05, beta_n=0.004, alpha_r=0.01, beta_r=0.001, gamma=1.6
 )
-
-
-def by_hand(p: ThroughputParams, nodes: int, replicas: int, b: float, s: int = 0):
-    """SPEC 3.1 written out with plain floats."""
-    t_acc = p.alpha_c + p.beta_c * b
-    extra = max(replicas - 2, 1e-8)
-    if nodes > 1:
-        t_net = p.alpha_n + p.beta_n * extra
-    elif replicas > 1:
-        t_net = p.alpha_r + p.beta_r * extra
-    else:
-        t_net = 1e-8 + 1e-8 * extra
-    t_sync = (t_acc**p.gamma + t_net**p.gamma) ** (1 / p.gamma)
-    return t_acc, t_sync, s * t_acc + t_sync
 
 
 # ------------------------------------------------------------------------ formulas

@@ -77,8 +77,15 @@ def _common(func):
     return func
 
 
-def _config(interval, restart_delay, interference, horizon, oracle) -> SimConfig:
-    return SimConfig(interval, restart_delay, interference, horizon, oracle)
+def _split_options(options: dict) -> tuple[dict, SimConfig]:
+    """Separate the engine settings of ``_common`` from the input options."""
+    config = SimConfig(
+        **{
+            k: options.pop(k)
+            for k in ("interval", "restart_delay", "interference", "horizon", "oracle")
+        }
+    )
+    return options, config
 
 
 @main.command("run")
@@ -90,23 +97,12 @@ def _config(interval, restart_delay, interference, horizon, oracle) -> SimConfig
     default=None,
     help="Results folder (default: results/<policy>-<workload>).",
 )
-def run_cmd(
-    policy,
-    workload,
-    profiles,
-    cluster,
-    seed,
-    interval,
-    restart_delay,
-    interference,
-    horizon,
-    oracle,
-    out,
-) -> None:
+def run_cmd(policy: str, out: Path | None, **options) -> None:
     """Replay a workload under one policy and write a results folder."""
-    config = _config(interval, restart_delay, interference, horizon, oracle)
-    workload = workload or bundled_workload()
-    result = run(policy, workload, profiles, cluster, seed, config)
+    inputs, config = _split_options(options)
+    workload = inputs["workload"] or bundled_workload()
+    profiles, seed = inputs["profiles"], inputs["seed"]
+    result = run(policy, workload, profiles, inputs["cluster"], seed, config)
     out = out or Path("results") / f"{policy}-{Path(workload).stem}"
     write_run(
         result, out, {"workload": workload, "profiles": default_profiles_path(profiles)}, seed
@@ -186,26 +182,13 @@ def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int)
 @click.option(
     "--workers", type=int, default=1, show_default=True, help="Processes to run policies in."
 )
-def compare_cmd(
-    policies,
-    workload,
-    profiles,
-    cluster,
-    seed,
-    interval,
-    restart_delay,
-    interference,
-    horizon,
-    oracle,
-    fmt,
-    out,
-    workers,
-) -> None:
+def compare_cmd(policies: str, fmt: str, out: Path | None, workers: int, **options) -> None:
     """Run several policies on the same inputs; print JCT statistics and the claim check."""
     names = [p.strip() for p in policies.split(",") if p.strip()]
-    config = _config(interval, restart_delay, interference, horizon, oracle)
-    workload = workload or bundled_workload()
-    comparison = compare(names, workload, profiles, cluster, seed, config, workers)
+    inputs, config = _split_options(options)
+    workload = inputs["workload"] or bundled_workload()
+    profiles, seed = inputs["profiles"], inputs["seed"]
+    comparison = compare(names, workload, profiles, inputs["cluster"], seed, config, workers)
     out = out or Path("results") / f"compare-{Path(workload).stem}"
     write_comparison(
         comparison, out, {"workload": workload, "profiles": default_profiles_path(profiles)}, seed

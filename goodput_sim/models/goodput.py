@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.throughput import ThroughputParams, step_times
+from goodput_sim.profiles.base import Limits
 
 CANDIDATES = 50  # geometrically spaced total-batch candidates per allocation (SPEC 4.2)
 _EPS = 1e-8
@@ -144,17 +145,14 @@ def candidate_configs(
 
 
 def fixed_batch_config(
-    total_batch: float,
-    replicas: int,
-    init_batch: int,
-    max_batch: int,
-    max_local: int,
-    accumulate_on_one_gpu: bool = False,
+    total_batch: float, replicas: int, limits: Limits, accumulate_on_one_gpu: bool = False
 ) -> tuple[int, int]:
     """(b, s) for a job that keeps one total batch size on ``replicas`` GPUs (SPEC 5.3).
 
     One GPU above M0 uses at least two micro-steps; ``accumulate_on_one_gpu`` makes that
     unconditional, as the Optimus baseline's time estimate does (SPEC 7.1)."""
+    init_batch, max_batch = limits.init_batch_size, limits.max_batch_size
+    max_local = limits.max_local_bsz
     local = np.ceil(total_batch / replicas - _EPS)
     accum = np.ceil(local / max_local - _EPS) - 1
     if replicas == 1 and (total_batch > init_batch or accumulate_on_one_gpu):

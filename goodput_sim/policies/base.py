@@ -60,6 +60,14 @@ class Snapshot:
     restart_delay: float
 
 
+def fixed_configs(
+    limits: Limits, total_batch: float, replicas: int, shape: tuple[int, ...]
+) -> tuple[NDArray, NDArray]:
+    """The same fixed-batch (b, s) for every upcoming epoch, as arrays of ``shape``."""
+    b, s = fixed_batch_config(total_batch, replicas, limits)
+    return np.full(shape, float(b)), np.full(shape, float(s))
+
+
 Decision = dict[str, NDArray[np.int64]]
 """Job name -> GPUs on each node (all zeros: not running). Jobs left out keep nothing."""
 
@@ -86,15 +94,7 @@ class Policy(ABC):
         measure then (adaptive jobs re-choose their batch at every epoch, SPEC 5.3). The default
         keeps the job's requested total batch.
         """
-        lim = job.limits
-        b, s = fixed_batch_config(
-            job.requested_batch,
-            replicas,
-            lim.init_batch_size,
-            lim.max_batch_size,
-            lim.max_local_bsz,
-        )
-        return np.full(np.shape(grad_sqr), float(b)), np.full(np.shape(grad_sqr), float(s))
+        return fixed_configs(job.limits, job.requested_batch, replicas, np.shape(grad_sqr))
 
     def describe(self) -> dict:
         """Parameters that define this policy, for the results manifest."""

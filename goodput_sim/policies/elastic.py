@@ -15,7 +15,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
+from goodput_sim.policies.base import (
+    Decision,
+    JobView,
+    Policy,
+    Snapshot,
+    fixed_configs,
+    register,
+)
 from goodput_sim.policies.greedy import solve_greedy
 from goodput_sim.policies.placement import packed_nodes
 from goodput_sim.policies.problem import AllocationProblem, speedup_table
@@ -92,12 +99,7 @@ class ElasticPolicy(Policy):
         if model is None:  # before the first observation: a fixed, safe batch (SPEC 5.3)
             lim = job.limits
             total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
-            from goodput_sim.models.goodput import fixed_batch_config
-
-            b, s = fixed_batch_config(
-                total, replicas, lim.init_batch_size, lim.max_batch_size, lim.max_local_bsz
-            )
-            return np.full(np.shape(grad_sqr), float(b)), np.full(np.shape(grad_sqr), float(s))
+            return fixed_configs(lim, total, replicas, np.shape(grad_sqr))
         size = np.shape(grad_sqr)
         choice = model.optimize(
             np.full(size, nodes), np.full(size, replicas), self.statistical, grad_sqr, grad_var

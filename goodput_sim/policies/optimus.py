@@ -73,14 +73,8 @@ class Optimus(Policy):
         cache = self.__dict__.setdefault("_time_cache", {})
         key = (job.application, job.requested_batch, replicas, gpus_per_node)
         if key not in cache:
-            lim = job.limits
             b, s = fixed_batch_config(
-                job.requested_batch,
-                replicas,
-                lim.init_batch_size,
-                lim.max_batch_size,
-                lim.max_local_bsz,
-                accumulate_on_one_gpu=True,
+                job.requested_batch, replicas, job.limits, accumulate_on_one_gpu=True
             )
             step, sync = job.truth.step_sync(packed_placement(replicas, gpus_per_node), b)
             cache[key] = float(step + (step - sync) * s)
