@@ -302,6 +302,7 @@ class Simulation:
                 job.accum_steps = int(plan.accum_steps[k0 + crossed])
                 job.last_batch = job.total_batch
         job.gpu_seconds += job.replicas * (stop - start)
+        job.train_seconds += max(stop - t, 0.0)
 
     @staticmethod
     def _observe(job: Job, plan: _Plan, first: int, count: int) -> None:
@@ -351,6 +352,7 @@ class Simulation:
                     "final_batch_size": job.last_batch,
                     "epochs": job.epoch,
                     "examples": job.examples,
+                "train_seconds": job.train_seconds,
                     "finished": job.finished,
                 }
             )

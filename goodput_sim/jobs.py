@@ -114,6 +114,7 @@ class Job:
     finish_time: float | None = None
     gpu_seconds: float = 0.0
     examples: float = 0.0  # training examples processed
+    train_seconds: float = 0.0  # time spent training (allocated, past the restart delay)
     last_batch: int = 0  # total batch of the last configuration run
     slowdown: float = 0.0  # interference slowdown in force this interval
     plan: object | None = None  # engine cache of per-epoch rates for the current configuration

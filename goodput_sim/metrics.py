@@ -9,31 +9,44 @@ PAPER_CLAIM = (0.37, 0.50)  # Pollux (OSDI'21): 37-50% lower average JCT than it
 REFERENCE_POLICY = "goodput"
 
 
+def _mean(values) -> float:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else float("nan")
+
+
+def _geometric_mean(values) -> float:
+    """Geometric mean of the positive finite values: per-job rates of different applications
+    differ by orders of magnitude, so an arithmetic mean would be one application's number."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    return float(np.exp(np.log(values).mean())) if values.size else float("nan")
+
+
 def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
-    """JCT statistics over finished jobs, makespan, GPU utilisation and unfinished count."""
-    done = jobs[jobs["finished"]]
+    """JCT statistics over finished jobs, makespan, utilisation, examples processed."""
+    done = jobs[jobs["finished"].astype(bool)]
     jct = done["jct"].to_numpy(dtype=float)
-    end = float(done["finish"].max()) if len(done) else float("nan")
-    start = float(jobs["arrival"].min())
-    makespan = end - start
+    makespan = float(done["finish"].max()) - float(jobs["arrival"].min()) if len(done) else np.nan
     busy = float(jobs["gpu_seconds"].sum())
+    examples = float(jobs["examples"].sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        job_rates = jobs["examples"].to_numpy(float) / jobs["train_seconds"].to_numpy(float)
     return {
         "jobs": int(len(jobs)),
         "finished": int(len(done)),
         "unfinished": int(len(jobs) - len(done)),
-        "avg_jct": float(np.mean(jct)) if jct.size else float("nan"),
-        "median_jct": float(np.median(jct)) if jct.size else float("nan"),
-        "p95_jct": float(np.percentile(jct, 95)) if jct.size else float("nan"),
-        "p99_jct": float(np.percentile(jct, 99)) if jct.size else float("nan"),
+        "avg_jct": _mean(jct),
+        "median_jct": float(np.median(jct)) if jct.size else np.nan,
+        "p95_jct": float(np.percentile(jct, 95)) if jct.size else np.nan,
+        "p99_jct": float(np.percentile(jct, 99)) if jct.size else np.nan,
         "makespan": makespan,
-        "gpu_utilization": busy / (total_gpus * makespan) if makespan > 0 else float("nan"),
-        "avg_queueing": float(jobs["queueing"].dropna().mean())
-        if jobs["queueing"].notna().any()
-        else float("nan"),
-        "avg_restarts": float(jobs["restarts"].mean()),
-        "examples_per_gpu_second": float(jobs["examples"].sum()) / busy
-        if busy > 0
-        else float("nan"),
+        "gpu_utilization": busy / (total_gpus * makespan) if makespan > 0 else np.nan,
+        "avg_queueing": _mean(jobs["queueing"]),
+        "avg_restarts": _mean(jobs["restarts"]),
+        "examples": examples,
+        "examples_per_gpu_second": examples / busy if busy > 0 else np.nan,
+        "job_examples_per_second": _geometric_mean(job_rates),
     }
 
 
