@@ -79,6 +79,45 @@ def throughput(params: ThroughputParams, nodes, replicas, local_bsz, accum_steps
     return total / t_iter
 
 
+def _log_residual_jacobian(
+    theta: NDArray, nodes: NDArray, replicas: NDArray, local_bsz: NDArray, scale: float
+) -> NDArray:
+    """Exact derivatives of the fit residuals (log compute times, log step times, priors) with
+    respect to all seven parameters; rows as in the residual vector."""
+    alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta
+    params = ThroughputParams(*theta)
+    t_acc = alpha_c + beta_c * local_bsz
+    t_net = network_time(params, nodes, replicas)
+    extra = np.maximum(replicas - 2.0, TINY)
+    inter = nodes > 1
+    intra = ~inter & (replicas > 1)
+    # log T_sync = log m + log(1 + u^g)/g with m = max(T_acc, T_net), u = min/max.
+    big = np.maximum(t_acc, t_net)
+    u = np.minimum(t_acc, t_net) / big
+    ug = u**gamma
+    total = 1.0 + ug
+    w_acc = (t_acc / big) ** gamma / total  # share of T_acc^g in the gamma-norm
+    w_net = (t_net / big) ** gamma / total
+    rows = len(local_bsz)
+    jac = np.zeros((2 * rows + 3, 7))
+    jac[:rows, 0] = scale / t_acc
+    jac[:rows, 1] = scale * local_bsz / t_acc
+    jac[rows : 2 * rows, 0] = scale * w_acc / t_acc
+    jac[rows : 2 * rows, 1] = scale * w_acc * local_bsz / t_acc
+    net = scale * w_net / t_net
+    jac[rows : 2 * rows, 2] = np.where(inter, net, 0.0)
+    jac[rows : 2 * rows, 3] = np.where(inter, net * extra, 0.0)
+    jac[rows : 2 * rows, 4] = np.where(intra, net, 0.0)
+    jac[rows : 2 * rows, 5] = np.where(intra, net * extra, 0.0)
+    log_u = np.log(np.maximum(u, 1e-300))
+    jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
+    jac[2 * rows, 6] = np.sqrt(_GAMMA_PRIOR)
+    c = np.sqrt(_NET_PRIOR)
+    jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
+    jac[2 * rows + 2, 4:6] = (-c * beta_r / alpha_r**2, c / alpha_r)
+    return jac
+
+
 class ThroughputModel:
     """Estimator for :class:`ThroughputParams` (scikit-learn style: ``fit`` returns self).
 
@@ -130,12 +169,17 @@ class ThroughputModel:
                 [scale * (np.log(t_acc) - log_acc), scale * (np.log(t_sync) - log_sync), priors]
             )
 
+        def jacobian(x: NDArray) -> NDArray:
+            theta = full.copy()
+            theta[free] = x
+            return _log_residual_jacobian(theta, nodes, replicas, local_bsz, scale)[:, free]
+
         x0 = np.clip(full[free], _LOWER[free] * (1 + 1e-9), _UPPER[free])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 result = least_squares(
-                    residuals, x0, bounds=(_LOWER[free], _UPPER[free]), method="trf"
+                    residuals, x0, jac=jacobian, bounds=(_LOWER[free], _UPPER[free]), method="trf"
                 )
                 if np.all(np.isfinite(result.x)):
                     full[free] = result.x
