@@ -234,15 +234,19 @@ class Simulation:
     def _update_grad_stats(self, job: Job) -> None:
         """The job measures its gradient statistics while it trains (SPEC 4.4); the scheduler
         receives the current values."""
-        batch = job.total_batch or job.profile.limits.init_batch_size
-        sqr, var = job.profile.grad_stats(batch, job.epoch)
-        job.belief.set_grad_stats(float(sqr), float(var))
+        key = (job.total_batch or job.profile.limits.init_batch_size, job.epoch)
+        if key != job.stats_key:
+            job.stats_key = key
+            sqr, var = job.profile.grad_stats(*key)
+            job.belief.set_grad_stats(float(sqr), float(var))
 
     # ------------------------------------------------------------------------------ advance
     def _ensure_plan(self, job: Job, view: JobView) -> None:
         nodes, replicas = job.nodes_used, job.replicas
         slowdown = job.slowdown
-        key = (tuple(job.allocation), job.belief.version, slowdown)
+        # Batch choices depend on the fitted parameters, not on the latest gradient statistics
+        # (each upcoming epoch's statistics are passed explicitly), so refits invalidate plans.
+        key = (tuple(job.allocation), job.belief.fits, slowdown)
         if job.plan is not None and job.plan.key == key:
             return
         profile = job.profile

@@ -117,6 +117,7 @@ class Job:
     train_seconds: float = 0.0  # time spent training (allocated, past the restart delay)
     last_batch: int = 0  # total batch of the last configuration run
     slowdown: float = 0.0  # interference slowdown in force this interval
+    stats_key: tuple | None = None  # (batch, epoch) of the gradient statistics last reported
     plan: object | None = None  # engine cache of per-epoch rates for the current configuration
 
     def __post_init__(self) -> None:

@@ -17,31 +17,40 @@ from numpy.typing import NDArray
 from goodput_sim.policies.problem import EPSILON, AllocationProblem
 
 
-def greedy_counts(
-    problem: AllocationProblem, total_gpus: int, whole_nodes: bool = False
-) -> NDArray[np.int64]:
-    """GPU count per job maximising the harmonic-mean objective under packed placement. With
-    ``whole_nodes`` a job spanning nodes takes whole nodes (unless it keeps its row), which
-    interference avoidance otherwise often makes impossible to place."""
+def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
+    """(jobs x GPUs) inverse values ``1/(value + 1e-3)`` of each job at each GPU count under
+    packed placement; keeping the current count keeps the row (no restart penalty)."""
     g = problem.gpus_per_node
     jobs = problem.num_jobs
     top = int(problem.caps.max()) if jobs else 0
-    grid = np.arange(top + 1)
     cost = np.full((jobs, top + 1), np.inf)
     kept = problem.current.sum(axis=1)
     kept_nodes = (problem.current > 0).sum(axis=1)
     for j, table in enumerate(problem.speedup_tables):
         cap = int(problem.caps[j])
-        r = grid[: cap + 1]
+        r = np.arange(cap + 1)
         n = np.minimum(-(-r // g), table.shape[0] - 1)
         value = table[n, r] / g * problem.penalties[j]
         if 0 < kept[j] <= cap and kept_nodes[j] < table.shape[0]:
             value[kept[j]] = table[kept_nodes[j], kept[j]] / g
         value[0] = 0.0
         cost[j, : cap + 1] = 1.0 / (value + EPSILON)
-        if whole_nodes:
-            partial = (r > g) & (r % g != 0) & (r != kept[j])
-            cost[j, : cap + 1][partial] = np.inf
+    return cost
+
+
+def whole_node_costs(problem: AllocationProblem, cost: NDArray[np.float64]) -> NDArray:
+    """``cost`` with partial-node counts above one node ruled out (unless kept): a distributed
+    job then takes whole nodes, which interference avoidance can always place."""
+    g = problem.gpus_per_node
+    r = np.arange(cost.shape[1])[None, :]
+    kept = problem.current.sum(axis=1)[:, None]
+    return np.where((r > g) & (r % g != 0) & (r != kept), np.inf, cost)
+
+
+def greedy_counts(cost: NDArray[np.float64], total_gpus: int) -> NDArray[np.int64]:
+    """GPU count per job: repeatedly the move with the largest cost drop per GPU added."""
+    jobs, width = cost.shape
+    grid = np.arange(width)
     counts = np.zeros(jobs, dtype=np.int64)
     free = total_gpus
     rows = np.arange(jobs)
@@ -112,9 +121,10 @@ def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int6
     as it is; whichever scores best on the exact objective."""
     if problem.num_jobs == 0:
         return problem.current.copy()
+    cost = count_costs(problem)
     candidates = []
-    for whole_nodes in (False, True):
-        counts = greedy_counts(problem, total_gpus, whole_nodes)
+    for costs in (cost, whole_node_costs(problem, cost)):
+        counts = greedy_counts(costs, total_gpus)
         candidates += [place(problem, counts), place(problem, counts, keep_rows=False)]
     if problem.feasible(problem.current):
         candidates.append(problem.current)
