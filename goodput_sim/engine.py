@@ -203,7 +203,7 @@ class Simulation:
 
     def _reallocate(self, job: Job, row: NDArray[np.int64], now: float) -> None:
         had = job.replicas > 0 or job.start_time is not None
-        job.allocation = row.copy()
+        job.assign(row)
         job.plan = None
         if job.replicas == 0:  # preempted: no restart counted until it runs again
             job.local_bsz = job.accum_steps = 0
@@ -356,7 +356,7 @@ class Simulation:
                     "final_batch_size": job.last_batch,
                     "epochs": job.epoch,
                     "examples": job.examples,
-                "train_seconds": job.train_seconds,
+                    "train_seconds": job.train_seconds,
                     "finished": job.finished,
                 }
             )

@@ -104,6 +104,8 @@ class Job:
     belief: JobBelief
     num_nodes: int
     allocation: NDArray[np.int64] = field(init=False)
+    replicas: int = field(init=False)  # GPUs in use, derived from allocation by assign()
+    nodes_used: int = field(init=False)
     progress: float = 0.0
     epoch: int = 0
     local_bsz: int = 0
@@ -121,19 +123,18 @@ class Job:
     plan: object | None = None  # engine cache of per-epoch rates for the current configuration
 
     def __post_init__(self) -> None:
-        self.allocation = np.zeros(self.num_nodes, dtype=np.int64)
+        self.assign(np.zeros(self.num_nodes, dtype=np.int64))
 
     @property
     def name(self) -> str:
         return self.spec.name
 
-    @property
-    def replicas(self) -> int:
-        return int(self.allocation.sum())
-
-    @property
-    def nodes_used(self) -> int:
-        return int(np.count_nonzero(self.allocation))
+    def assign(self, row: NDArray[np.int64]) -> None:
+        """Set the GPUs per node (a private, read-only copy) and the derived counts."""
+        self.allocation = np.array(row, dtype=np.int64)
+        self.allocation.flags.writeable = False
+        self.replicas = int(self.allocation.sum())
+        self.nodes_used = int(np.count_nonzero(self.allocation))
 
     @property
     def finished(self) -> bool:

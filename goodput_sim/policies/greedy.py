@@ -146,26 +146,23 @@ def local_search(
 ) -> NDArray[np.int64]:
     """Hill-climb on the exact objective with single-GPU moves: add a free GPU to a job, or hand
     one GPU on a node from one job to another; best improving move first."""
-    jobs, nodes = allocation.shape
+    jobs = allocation.shape[0]
     best = allocation.copy()
     score = problem.objective(best[None])[0]
     for _ in range(max_steps):
         free = problem.gpus_per_node - best.sum(axis=0)
-        moves = []
-        for j, n in zip(*np.nonzero(np.broadcast_to(free > 0, best.shape)), strict=True):
-            move = best.copy()
-            move[j, n] += 1
-            moves.append(move)
-        for a, n in zip(*np.nonzero(best), strict=True):
-            for b in range(jobs):
-                if b != a:
-                    move = best.copy()
-                    move[a, n] -= 1
-                    move[b, n] += 1
-                    moves.append(move)
-        if not moves:
-            break
-        stack = np.array(moves)
+        add_j, add_n = np.nonzero(np.broadcast_to(free > 0, best.shape))
+        give_a, give_n = np.nonzero(best)
+        take_b = np.tile(np.arange(jobs), len(give_a))
+        give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
+        keep = take_b != give_a
+        give_a, give_n, take_b = give_a[keep], give_n[keep], take_b[keep]
+        stack = np.repeat(best[None], len(add_j) + len(give_a), axis=0)
+        adds = np.arange(len(add_j))
+        stack[adds, add_j, add_n] += 1
+        moves = np.arange(len(add_j), len(stack))
+        stack[moves, give_a, give_n] -= 1
+        stack[moves, take_b, give_n] += 1
         stack = stack[_feasible_stack(problem, stack)]
         if not len(stack):
             break
