@@ -43,11 +43,22 @@ class JobBelief:
     def observe(
         self, nodes: int, replicas: int, local_bsz: float, step: float, sync: float
     ) -> None:
-        """Record a configuration the job ran (first observation of a key wins, SPEC 3.2)."""
+        """Record a configuration the job ran (first observation of a key wins, SPEC 3.2).
+
+        A refit is due only when the observation can change the fit materially: a new
+        (nodes, replicas) pair or a per-GPU batch outside the range seen so far (SPEC 10's
+        suggestion; compute time is linear in the batch, so points inside the range add little).
+        The observation is kept either way and used by the next refit."""
         key = (nodes, replicas, float(local_bsz))
-        if key not in self.observations:
-            self.observations[key] = (step - sync, step)
-            self._stale = not self.oracle
+        if key in self.observations:
+            return
+        seen = self.observations.keys()
+        new_shape = all((n, r) != (nodes, replicas) for n, r, _ in seen)
+        batches = [b for _, _, b in seen]
+        outside = not batches or not min(batches) <= local_bsz <= max(batches)
+        self.observations[key] = (step - sync, step)
+        if (new_shape or outside) and not self.oracle:
+            self._stale = True
 
     def set_grad_stats(self, sqr: float, var: float) -> None:
         if (sqr, var) != (self.grad_sqr, self.grad_var):
