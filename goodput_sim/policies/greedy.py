@@ -6,7 +6,7 @@
 2. Placement: jobs keeping their GPU count keep their row; the others are packed, largest first,
    onto whole free nodes plus a best-fit remainder node that hosts no other distributed job
    (interference avoidance). A job that cannot be placed gives up GPUs one at a time.
-3. Polish: hill-climb on the exact objective with single-GPU moves.
+3. Polish: hill-climb on the exact objective (:mod:`goodput_sim.policies.local_search`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.policies.local_search import local_search
 from goodput_sim.policies.problem import EPSILON, AllocationProblem
 
 
@@ -116,9 +117,13 @@ def _pack(replicas: int, free: NDArray, taken: NDArray, g: int) -> NDArray | Non
 
 
 def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:
-    """Allocation matrix for ``problem``: greedy counts, placed keeping unchanged rows or
-    repacking everything (fragmentation can block the first), or the current allocation kept
-    as it is; whichever scores best on the exact objective."""
+    """Allocation matrix for ``problem``.
+
+    Candidates: greedy counts (free or whole-node) placed keeping unchanged rows or repacking
+    everything (fragmentation can block the first). The best of them on the exact objective and
+    the current allocation (whose small changes avoid restart penalties) are both polished by
+    local search; the better result wins.
+    """
     if problem.num_jobs == 0:
         return problem.current.copy()
     cost = count_costs(problem)
@@ -126,49 +131,9 @@ def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int6
     for costs in (cost, whole_node_costs(problem, cost)):
         counts = greedy_counts(costs, total_gpus)
         candidates += [place(problem, counts), place(problem, counts, keep_rows=False)]
-    if problem.feasible(problem.current):
-        candidates.append(problem.current)
     stack = np.array(candidates)
-    return local_search(problem, stack[int(np.argmax(problem.objective(stack)))])
-
-
-def _feasible_stack(problem: AllocationProblem, stack: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Which allocations in a (k x jobs x nodes) stack respect capacity, caps and interference."""
-    ok = (stack.sum(axis=1) <= problem.gpus_per_node).all(axis=1) & (stack >= 0).all(axis=(1, 2))
-    ok &= (stack.sum(axis=2) <= problem.caps[None, :]).all(axis=1)
-    used = stack > 0
-    distributed = used & (used.sum(axis=2) > 1)[:, :, None]
-    return ok & (distributed.sum(axis=1) <= 1).all(axis=1)
-
-
-def local_search(
-    problem: AllocationProblem, allocation: NDArray[np.int64], max_steps: int = 8
-) -> NDArray[np.int64]:
-    """Hill-climb on the exact objective with single-GPU moves: add a free GPU to a job, or hand
-    one GPU on a node from one job to another; best improving move first."""
-    jobs = allocation.shape[0]
-    best = allocation.copy()
-    score = problem.objective(best[None])[0]
-    for _ in range(max_steps):
-        free = problem.gpus_per_node - best.sum(axis=0)
-        add_j, add_n = np.nonzero(np.broadcast_to(free > 0, best.shape))
-        give_a, give_n = np.nonzero(best)
-        take_b = np.tile(np.arange(jobs), len(give_a))
-        give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
-        keep = take_b != give_a
-        give_a, give_n, take_b = give_a[keep], give_n[keep], take_b[keep]
-        stack = np.repeat(best[None], len(add_j) + len(give_a), axis=0)
-        adds = np.arange(len(add_j))
-        stack[adds, add_j, add_n] += 1
-        moves = np.arange(len(add_j), len(stack))
-        stack[moves, give_a, give_n] -= 1
-        stack[moves, take_b, give_n] += 1
-        stack = stack[_feasible_stack(problem, stack)]
-        if not len(stack):
-            break
-        values = problem.objective(stack)
-        top = int(np.argmax(values))
-        if values[top] <= score * (1 + 1e-12):
-            break
-        best, score = stack[top], values[top]
-    return best
+    starts = [stack[int(np.argmax(problem.objective(stack)))]]
+    if problem.feasible(problem.current):  # small changes to the current allocation
+        starts.append(problem.current)
+    polished = np.array([local_search(problem, start) for start in starts])
+    return polished[int(np.argmax(problem.objective(polished)))]
