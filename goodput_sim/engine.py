@@ -307,6 +307,7 @@ class Simulation:
                 job.last_batch = job.total_batch
         job.gpu_seconds += job.replicas * (stop - start)
         job.train_seconds += max(stop - t, 0.0)
+        job.train_gpu_seconds += job.replicas * max(stop - t, 0.0)
 
     @staticmethod
     def _observe(job: Job, plan: _Plan, first: int, count: int) -> None:
@@ -357,6 +358,7 @@ class Simulation:
                     "epochs": job.epoch,
                     "examples": job.examples,
                     "train_seconds": job.train_seconds,
+                "train_gpu_seconds": job.train_gpu_seconds,
                     "finished": job.finished,
                 }
             )

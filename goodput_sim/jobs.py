@@ -128,6 +128,7 @@ class Job:
     gpu_seconds: float = 0.0
     examples: float = 0.0  # training examples processed
     train_seconds: float = 0.0  # time spent training (allocated, past the restart delay)
+    train_gpu_seconds: float = 0.0  # GPU-seconds spent training
     last_batch: int = 0  # total batch of the last configuration run
     slowdown: float = 0.0  # interference slowdown in force this interval
     stats_key: tuple | None = None  # (batch, epoch) of the gradient statistics last reported

@@ -16,22 +16,27 @@ def _mean(values) -> float:
 
 
 def _geometric_mean(values) -> float:
-    """Geometric mean of the positive finite values: per-job rates of different applications
-    differ by orders of magnitude, so an arithmetic mean would be one application's number."""
+    """Geometric mean of the positive finite values: rates of different applications differ by
+    orders of magnitude, so an arithmetic mean would be one application's number."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values) & (values > 0)]
     return float(np.exp(np.log(values).mean())) if values.size else float("nan")
 
 
 def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
-    """JCT statistics over finished jobs, makespan, utilisation, examples processed."""
+    """JCT statistics over finished jobs, makespan, utilisation, examples processed.
+
+    ``examples_per_gpu_second`` is the geometric mean over applications of examples processed
+    per GPU-second of training (restart delays excluded): how fast the chosen configurations
+    churn through data, the quantity a throughput-only scheduler maximises."""
     done = jobs[jobs["finished"].astype(bool)]
     jct = done["jct"].to_numpy(dtype=float)
     makespan = float(done["finish"].max()) - float(jobs["arrival"].min()) if len(done) else np.nan
     busy = float(jobs["gpu_seconds"].sum())
     examples = float(jobs["examples"].sum())
+    per_app = jobs.groupby("application")[["examples", "train_gpu_seconds"]].sum()
     with np.errstate(divide="ignore", invalid="ignore"):
-        job_rates = jobs["examples"].to_numpy(float) / jobs["train_seconds"].to_numpy(float)
+        app_rates = per_app["examples"] / per_app["train_gpu_seconds"]
     return {
         "jobs": int(len(jobs)),
         "finished": int(len(done)),
@@ -45,8 +50,7 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
         "avg_queueing": _mean(jobs["queueing"]),
         "avg_restarts": _mean(jobs["restarts"]),
         "examples": examples,
-        "examples_per_gpu_second": examples / busy if busy > 0 else np.nan,
-        "job_examples_per_second": _geometric_mean(job_rates),
+        "examples_per_gpu_second": _geometric_mean(app_rates),
     }
 
 
