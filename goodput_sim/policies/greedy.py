@@ -49,24 +49,31 @@ def whole_node_costs(problem: AllocationProblem, cost: NDArray[np.float64]) -> N
 
 
 def greedy_counts(cost: NDArray[np.float64], total_gpus: int) -> NDArray[np.int64]:
-    """GPU count per job: repeatedly the move with the largest cost drop per GPU added."""
+    """GPU count per job: repeatedly the move with the largest cost drop per GPU added.
+
+    The (jobs x counts) table of drops per GPU changes only in the moved job's row, so each
+    step updates one row and masks the moves that no longer fit in the free GPUs.
+    """
     jobs, width = cost.shape
     grid = np.arange(width)
     counts = np.zeros(jobs, dtype=np.int64)
+    steps = np.broadcast_to(grid, cost.shape).copy()  # GPUs each move adds
+    with np.errstate(invalid="ignore"):
+        drop = np.where(steps > 0, (cost[:, :1] - cost) / np.maximum(steps, 1), -np.inf)
+    drop[~np.isfinite(drop)] = -np.inf
     free = total_gpus
-    rows = np.arange(jobs)
     while free > 0 and jobs:
-        step = grid[None, :] - counts[:, None]
-        allowed = (step > 0) & (step <= free)
-        gain = np.where(
-            allowed, (cost[rows, counts][:, None] - cost) / np.maximum(step, 1), -np.inf
-        )
-        best = np.unravel_index(np.argmax(gain), gain.shape)
-        if not gain[best] > 1e-12:
+        masked = np.where(steps <= free, drop, -np.inf)
+        flat = int(np.argmax(masked))
+        j, target = divmod(flat, width)
+        if not masked[j, target] > 1e-12:
             break
-        j, target = int(best[0]), int(best[1])
-        free -= target - counts[j]
+        free -= target - int(counts[j])
         counts[j] = target
+        steps[j] = grid - target
+        with np.errstate(invalid="ignore"):
+            row = (cost[j, target] - cost[j]) / np.maximum(steps[j], 1)
+        drop[j] = np.where((steps[j] > 0) & np.isfinite(row), row, -np.inf)
     return counts
 
 
