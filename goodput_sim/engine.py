@@ -116,8 +116,6 @@ class Simulation:
     def run(self) -> SimResult:
         started = wallclock.perf_counter()
         env = simpy.Environment()
-        self._arrived = 0
-        env.process(self._arrivals(env))
         done = env.process(self._rounds(env))
         env.run(until=done)
         return SimResult(
@@ -130,29 +128,34 @@ class Simulation:
             policy_seconds=self.policy_seconds,
         )
 
-    def _arrivals(self, env: simpy.Environment):
-        for job in sorted(self.jobs, key=lambda j: j.spec.arrival):
-            yield env.timeout(max(job.spec.arrival - env.now, 0.0))
-            self._arrived += 1
-
     def _rounds(self, env: simpy.Environment):
+        """The scheduler's process: one round every ``interval`` seconds while jobs are active.
+
+        Arrivals are taken from a time-ordered queue at each round, so a job first becomes
+        schedulable at the first round at or after its arrival (as in the reference); with no
+        active job the clock jumps to the first round after the next arrival."""
         interval = self.config.interval
+        horizon = self.config.horizon
+        queue = sorted(self.jobs, key=lambda j: j.spec.arrival)
+        arrived = 0
+        active: list[Job] = []
         last = 0.0
         while True:
             now = env.now
-            self._advance_all(last, now)
+            self._advance(active, last, now)
             last = now
-            active = [j for j in self.jobs if j.spec.arrival <= now and not j.finished]
-            pending = [j for j in self.jobs if j.spec.arrival > now]
-            horizon = self.config.horizon
-            if (not active and not pending) or (horizon is not None and now >= horizon):
+            active = [job for job in active if not job.finished]
+            while arrived < len(queue) and queue[arrived].spec.arrival <= now:
+                active.append(queue[arrived])
+                arrived += 1
+            if (not active and arrived == len(queue)) or (horizon is not None and now >= horizon):
                 return
             if active:
                 self._schedule(now, active)
                 wait = interval
-            else:  # idle: skip to the first round at or after the next arrival
-                next_arrival = min(j.spec.arrival for j in pending)
-                wait = max(np.ceil((next_arrival - now) / interval), 1) * interval
+            else:
+                gap = queue[arrived].spec.arrival - now
+                wait = max(np.ceil(gap / interval), 1) * interval
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
             yield env.timeout(wait)
@@ -264,14 +267,14 @@ class Simulation:
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
         job.last_batch = job.total_batch
 
-    def _advance_all(self, start: float, end: float) -> None:
-        if end <= start:
-            return
-        for job in self.jobs:
-            if job.replicas and not job.finished:
-                self._advance(job, start, end)
+    def _advance(self, jobs: list[Job], start: float, end: float) -> None:
+        """Move every running job in ``jobs`` from ``start`` to ``end``."""
+        if end > start:
+            for job in jobs:
+                if job.replicas and not job.finished:
+                    self._advance_job(job, start, end)
 
-    def _advance(self, job: Job, start: float, end: float) -> None:
+    def _advance_job(self, job: Job, start: float, end: float) -> None:
         """Move a running job from ``start`` to ``end`` on ground truth."""
         t = start + min(job.restart_remaining, end - start)
         job.restart_remaining -= t - start
