@@ -32,8 +32,8 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
         r = np.arange(cap + 1)
         n = np.minimum(-(-r // g), table.shape[0] - 1)
         value = table[n, r] / g * problem.penalties[j]
-        if 0 < kept[j] <= cap and kept_nodes[j] < table.shape[0]:
-            value[kept[j]] = table[kept_nodes[j], kept[j]] / g
+        if 0 < kept[j] <= cap:
+            value[kept[j]] = table[min(kept_nodes[j], table.shape[0] - 1), kept[j]] / g
         value[0] = 0.0
         cost[j, : cap + 1] = 1.0 / (value + EPSILON)
     return cost

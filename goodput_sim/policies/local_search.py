@@ -55,17 +55,14 @@ def _best_transfer(problem, scorer, best, inverse):
     give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
     keep = take_b != give_a
     give_a, give_n, take_b = give_a[keep], give_n[keep], take_b[keep]
-    giver = np.concatenate([np.full(2 * len(add_b), -1), give_a, give_a])
-    receiver = np.concatenate([add_b, add_b, take_b, take_b])
-    node = np.concatenate([add_n, add_n, give_n, give_n])
-    amount = np.concatenate(
-        [
-            np.ones(len(add_b), dtype=np.int64),
-            free[add_n],
-            np.ones(len(give_a), dtype=np.int64),
-            best[give_a, give_n],
-        ]
-    )
+    giver = np.concatenate([np.full(len(add_b), -1), give_a])
+    receiver = np.concatenate([add_b, take_b])
+    node = np.concatenate([add_n, give_n])
+    giver, receiver, node = _distinct_moves(problem, best, free, giver, receiver, node)
+    gives = giver >= 0
+    available = np.where(gives, best[np.maximum(giver, 0), node], free[node])
+    giver, receiver, node = (np.tile(a, 2) for a in (giver, receiver, node))
+    amount = np.concatenate([np.ones(len(available), dtype=np.int64), available])
     if not len(amount):
         return None, 0.0
     moves = np.arange(len(amount))
@@ -110,6 +107,24 @@ def _best_transfer(problem, scorer, best, inverse):
     if gives[top]:
         out[giver[top], node[top]] -= amount[top]
     return out, float(delta[top])
+
+
+def _distinct_moves(problem, best, free, giver, receiver, node):
+    """Drop moves equivalent to one already listed: on a large cluster most nodes look alike
+    to a move (same GPUs of giver and receiver there, same free GPUs, same number of distributed
+    jobs, same relation to the current rows), and the first such node stands for all."""
+    crowd = _distributed_rows(best).sum(axis=0)
+    source = np.maximum(giver, 0)
+    current = problem.current
+    keys = np.column_stack([
+        giver, receiver,
+        np.where(giver >= 0, best[source, node], -1), best[receiver, node], free[node],
+        crowd[node], current[receiver, node] - best[receiver, node],
+        np.where(giver >= 0, current[source, node] - best[source, node], 0),
+    ])
+    _, first = np.unique(keys, axis=0, return_index=True)
+    first.sort()
+    return giver[first], receiver[first], node[first]
 
 
 def _restore(problem: AllocationProblem, allocation, job: int, changed) -> NDArray[np.int64]:

@@ -29,7 +29,7 @@ class AllocationProblem:
     penalties: NDArray[np.float64]  # multiplier on value when the job's row changes
     current: NDArray[np.int64]  # (jobs x nodes) allocation now
     gpus_per_node: int
-    speedup_tables: list[NDArray]  # per job: (nodes+1) x (cap+1) speedups, 0 where infeasible
+    speedup_tables: list[NDArray]  # per job: [min(nodes, 2), replicas] speedups (speedup_table)
 
     @property
     def num_jobs(self) -> int:
@@ -72,11 +72,19 @@ class AllocationProblem:
 
 
 def speedup_table(speedup: SpeedupFn, cap: int, num_nodes: int, gpus_per_node: int) -> NDArray:
-    """Speedups for every feasible (nodes, replicas) with replicas <= cap: one vectorised call."""
-    max_nodes = min(num_nodes, cap)
-    table = np.zeros((max_nodes + 1, cap + 1))
-    n, r = np.meshgrid(np.arange(1, max_nodes + 1), np.arange(1, cap + 1), indexing="ij")
-    ok = (r >= n) & (r <= n * gpus_per_node)
-    if ok.any():
-        table[n[ok], r[ok]] = speedup(n[ok].astype(float), r[ok].astype(float))
+    """Speedups indexed by [min(nodes, 2), replicas] for replicas <= cap, in one vectorised call.
+
+    The throughput model tells one node from several but not several from many (SPEC 3.1:
+    network time depends on the node count only through nodes > 1), so row 2 stands for every
+    multi-node placement; the table is small however large the cluster."""
+    table = np.zeros((3, cap + 1))
+    r = np.arange(1, cap + 1)
+    single = r <= gpus_per_node
+    multi = (r >= 2) & (num_nodes >= 2)
+    nodes = np.concatenate([np.ones(single.sum()), np.full(multi.sum(), 2.0)])
+    replicas = np.concatenate([r[single], r[multi]]).astype(float)
+    if len(replicas):
+        values = speedup(nodes, replicas)
+        table[1, r[single]] = values[: single.sum()]
+        table[2, r[multi]] = values[single.sum() :]
     return table
