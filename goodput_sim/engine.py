@@ -361,7 +361,7 @@ class Simulation:
                     "epochs": job.epoch,
                     "examples": job.examples,
                     "train_seconds": job.train_seconds,
-                "train_gpu_seconds": job.train_gpu_seconds,
+                    "train_gpu_seconds": job.train_gpu_seconds,
                     "finished": job.finished,
                 }
             )

@@ -259,3 +259,47 @@ def validate_cmd(reference: Path) -> None:
         )
     if failed:
         raise SystemExit(1)
+
+
+@main.command("sweep")
+@click.option("--policies", default=",".join(DEFAULT_POLICIES), show_default=True)
+@click.option(
+    "--workloads",
+    required=True,
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Workload CSVs or folders of them (repeatable).",
+)
+@click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
+@click.option("--profiles", type=click.Path(path_type=Path), default=None)
+@click.option("--cluster", default="16x4", show_default=True)
+@click.option("--workers", type=int, default=2, show_default=True, help="Local processes.")
+@click.option("--scheduler", default=None, help="Dask scheduler address (runs there instead).")
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=Path("results/sweep"), show_default=True
+)
+def sweep_cmd(policies, workloads, seeds, profiles, cluster, workers, scheduler, out) -> None:
+    """Run a resumable grid of policies x workloads x seeds; finished runs are kept."""
+    from goodput_sim.sweep import sweep
+
+    files = []
+    for path in workloads:
+        files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    try:
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {seeds!r}") from None
+    table = sweep(
+        policies.split(","),
+        files,
+        out,
+        seed_list,
+        profiles,
+        cluster,
+        workers=workers,
+        scheduler=scheduler,
+    )
+    pivot = table.pivot_table(index="workload", columns="policy", values="avg_jct") / 3600
+    click.echo("average JCT (hours)")
+    click.echo(pivot.round(2).to_string())
+    click.echo(f"\n{len(table)} runs -> {out / 'summary.csv'}")

@@ -116,12 +116,18 @@ def _distinct_moves(problem, best, free, giver, receiver, node):
     crowd = _distributed_rows(best).sum(axis=0)
     source = np.maximum(giver, 0)
     current = problem.current
-    keys = np.column_stack([
-        giver, receiver,
-        np.where(giver >= 0, best[source, node], -1), best[receiver, node], free[node],
-        crowd[node], current[receiver, node] - best[receiver, node],
-        np.where(giver >= 0, current[source, node] - best[source, node], 0),
-    ])
+    keys = np.column_stack(
+        [
+            giver,
+            receiver,
+            np.where(giver >= 0, best[source, node], -1),
+            best[receiver, node],
+            free[node],
+            crowd[node],
+            current[receiver, node] - best[receiver, node],
+            np.where(giver >= 0, current[source, node] - best[source, node], 0),
+        ]
+    )
     _, first = np.unique(keys, axis=0, return_index=True)
     first.sort()
     return giver[first], receiver[first], node[first]

@@ -1,0 +1,133 @@
+"""Grids of runs (policies x workloads x seeds): local processes or a Dask cluster, resumable.
+
+Every finished run writes ``<out>/<workload>/<policy>-seed<N>/`` (jobs.csv, summary.json)
+atomically, so an interrupted sweep resumes where it stopped; ``summary.csv`` collects all runs.
+Results do not depend on the number of processes: each run is a pure function of its inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from goodput_sim.api import run
+from goodput_sim.cluster import ClusterSpec, parse_cluster
+from goodput_sim.engine import SimConfig
+from goodput_sim.errors import InputError
+from goodput_sim.metrics import summarize
+from goodput_sim.policies import get_policy
+
+
+@dataclass(frozen=True)
+class SweepTask:
+    """One run of the grid."""
+
+    policy: str
+    workload: Path
+    seed: int
+
+    def folder(self, out: Path) -> Path:
+        return out / self.workload.stem / f"{self.policy}-seed{self.seed}"
+
+
+def run_task(
+    task: SweepTask, profiles: str | None, cluster: ClusterSpec, config: SimConfig, out: Path
+) -> dict:
+    """Run one task and write its folder atomically; returns its summary row."""
+    result = run(task.policy, task.workload, profiles, cluster, task.seed, config)
+    row = {
+        "workload": task.workload.stem,
+        "policy": task.policy,
+        "seed": task.seed,
+        **summarize(result.jobs, cluster.total_gpus),
+        "wall_seconds": result.wall_seconds,
+    }
+    folder = task.folder(out)
+    staging = folder.with_name(folder.name + ".partial")
+    staging.mkdir(parents=True, exist_ok=True)
+    result.jobs.to_csv(staging / "jobs.csv", index=False, float_format="%.6f")
+    (staging / "summary.json").write_text(json.dumps(row, indent=2, sort_keys=True) + "\n")
+    if folder.exists():  # a rerun of a finished task replaces it
+        shutil.rmtree(folder)
+    os.replace(staging, folder)
+    return row
+
+
+def sweep(
+    policies: Iterable[str],
+    workloads: Iterable[str | Path],
+    out: str | Path,
+    seeds: Iterable[int] = (0,),
+    profiles: str | None = None,
+    cluster: ClusterSpec | str = "16x4",
+    config: SimConfig | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Run every (policy, workload, seed) not already in ``out``; return all summary rows."""
+    out = Path(out)
+    spec = cluster if isinstance(cluster, ClusterSpec) else parse_cluster(cluster)
+    config = config or SimConfig()
+    policies = list(policies)
+    for name in policies:
+        get_policy(name)
+    paths = [Path(w) for w in workloads]
+    for path in paths:
+        if not path.is_file():
+            raise InputError(path, "workload file does not exist")
+    tasks = [SweepTask(p, w, s) for w, p, s in product(paths, policies, seeds)]
+    rows = {
+        t: json.loads((t.folder(out) / "summary.json").read_text())
+        for t in tasks
+        if (t.folder(out) / "summary.json").is_file()
+    }
+    todo = [t for t in tasks if t not in rows]
+    bar = tqdm(total=len(tasks), initial=len(rows), disable=not progress, desc="runs")
+    if scheduler:
+        rows.update(_on_dask(scheduler, todo, profiles, spec, config, out, bar))
+    elif workers > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(run_task, t, profiles, spec, config, out): t for t in todo}
+            for future in as_completed(futures):
+                rows[futures[future]] = future.result()
+                bar.update()
+    else:
+        for task in todo:
+            rows[task] = run_task(task, profiles, spec, config, out)
+            bar.update()
+    bar.close()
+    table = pd.DataFrame([rows[t] for t in tasks])
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "summary.csv", index=False, float_format="%.6f")
+    return table
+
+
+def _on_dask(scheduler, todo, profiles, spec, config, out, bar) -> dict:
+    """Run tasks on a Dask cluster (``pip install 'goodput-sim[dask]'``); the output folder
+    must be reachable from every worker."""
+    try:
+        from dask.distributed import Client
+        from dask.distributed import as_completed as dask_completed
+    except ImportError:
+        raise InputError(
+            "--scheduler", "needs dask.distributed: pip install 'goodput-sim[dask]'"
+        ) from None
+    rows = {}
+    with Client(scheduler) as client:
+        futures = {
+            client.submit(run_task, t, profiles, spec, config, out, pure=False): t for t in todo
+        }
+        for future in dask_completed(futures):
+            rows[futures[future]] = future.result()
+            bar.update()
+    return rows
