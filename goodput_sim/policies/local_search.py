@@ -48,9 +48,22 @@ def _best_transfer(problem, scorer, best, inverse):
     """The best feasible single move and its change of the inverse-value sum."""
     jobs, nodes = best.shape
     free = problem.gpus_per_node - best.sum(axis=0)
-    # Moves: (giver or -1 for free GPUs, receiver, node, amount).
-    add_b, add_n = np.nonzero(np.broadcast_to(free > 0, best.shape))
-    give_a, give_n = np.nonzero(best)
+    # Moves: (giver or -1 for free GPUs, receiver, node, amount). Nodes that look alike to
+    # every move are listed once: among nodes with free GPUs, one per (free, distributed jobs)
+    # class plus the receiver's own; among a giver's nodes, only the first it fills completely.
+    crowd = _distributed_rows(best).sum(axis=0)
+    open_nodes = np.flatnonzero(free > 0)
+    _, first = np.unique(
+        np.column_stack([free[open_nodes], crowd[open_nodes]]), axis=0, return_index=True
+    )
+    representatives = open_nodes[np.sort(first)]
+    add_b = np.concatenate(
+        [np.repeat(np.arange(jobs), len(representatives)), np.nonzero((best > 0) & (free > 0))[0]]
+    )
+    add_n = np.concatenate([np.tile(representatives, jobs), np.nonzero((best > 0) & (free > 0))[1]])
+    full = best == problem.gpus_per_node
+    first_full = full & (np.cumsum(full, axis=1) == 1)
+    give_a, give_n = np.nonzero((best > 0) & (~full | first_full))
     take_b = np.tile(np.arange(jobs), len(give_a))
     give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
     keep = take_b != give_a
