@@ -39,79 +39,83 @@ class _Scorer:
         return 1.0 / (value + EPSILON)
 
 
-def _distributed_rows(rows: NDArray[np.int64]) -> NDArray[np.bool_]:
-    used = rows > 0
-    return used & (used.sum(axis=-1, keepdims=True) > 1)
-
-
 def _best_transfer(problem, scorer, best, inverse):
-    """The best feasible single move and its change of the inverse-value sum."""
-    jobs, nodes = best.shape
-    free = problem.gpus_per_node - best.sum(axis=0)
-    # Moves: (giver or -1 for free GPUs, receiver, node, amount). Nodes that look alike to
-    # every move are listed once: among nodes with free GPUs, one per (free, distributed jobs)
-    # class plus the receiver's own; among a giver's nodes, only the first it fills completely.
-    crowd = _distributed_rows(best).sum(axis=0)
+    """The best feasible single move and its change of the inverse-value sum.
+
+    Every quantity a move changes (the two jobs' GPUs, nodes used and changed-row flags, and
+    the number of distributed jobs on the nodes involved) is computed per move from per-job and
+    per-node counts, so scoring costs O(moves) whatever the cluster size."""
+    jobs = best.shape[0]
+    g = problem.gpus_per_node
+    current = problem.current
+    used = best > 0
+    free = g - best.sum(axis=0)
+    count = used.sum(axis=1)
+    distributed = count > 1
+    crowd = (used & distributed[:, None]).sum(axis=0)
+    home = np.argmax(used, axis=1)  # the node of a single-node job
+    differ = (best != current).sum(axis=1)
+    replicas = best.sum(axis=1)
+    # Candidate moves; nodes that look alike are listed once: among nodes with free GPUs, one
+    # per (free, distributed jobs) class plus the receiver's own; among a giver's nodes, only
+    # the first it fills completely.
     open_nodes = np.flatnonzero(free > 0)
     _, first = np.unique(
         np.column_stack([free[open_nodes], crowd[open_nodes]]), axis=0, return_index=True
     )
     representatives = open_nodes[np.sort(first)]
-    add_b = np.concatenate(
-        [np.repeat(np.arange(jobs), len(representatives)), np.nonzero((best > 0) & (free > 0))[0]]
-    )
-    add_n = np.concatenate([np.tile(representatives, jobs), np.nonzero((best > 0) & (free > 0))[1]])
-    full = best == problem.gpus_per_node
-    first_full = full & (np.cumsum(full, axis=1) == 1)
-    give_a, give_n = np.nonzero((best > 0) & (~full | first_full))
+    own_b, own_n = np.nonzero(used & (free > 0)[None, :])
+    add_b = np.concatenate([np.repeat(np.arange(jobs), len(representatives)), own_b])
+    add_n = np.concatenate([np.tile(representatives, jobs), own_n])
+    full = best == g
+    give_a, give_n = np.nonzero(used & (~full | (full & (np.cumsum(full, axis=1) == 1))))
     take_b = np.tile(np.arange(jobs), len(give_a))
     give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
-    keep = take_b != give_a
-    give_a, give_n, take_b = give_a[keep], give_n[keep], take_b[keep]
-    giver = np.concatenate([np.full(len(add_b), -1), give_a])
-    receiver = np.concatenate([add_b, take_b])
-    node = np.concatenate([add_n, give_n])
-    giver, receiver, node = _distinct_moves(problem, best, free, giver, receiver, node)
+    other = take_b != give_a
+    giver = np.concatenate([np.full(len(add_b), -1), give_a[other]])
+    receiver = np.concatenate([add_b, take_b[other]])
+    node = np.concatenate([add_n, give_n[other]])
     gives = giver >= 0
-    available = np.where(gives, best[np.maximum(giver, 0), node], free[node])
-    giver, receiver, node = (np.tile(a, 2) for a in (giver, receiver, node))
+    a = np.maximum(giver, 0)
+    available = np.where(gives, best[a, node], free[node])
+    giver, receiver, node, gives, a = (np.tile(x, 2) for x in (giver, receiver, node, gives, a))
     amount = np.concatenate([np.ones(len(available), dtype=np.int64), available])
     if not len(amount):
         return None, 0.0
-    moves = np.arange(len(amount))
-    new_b = best[receiver].copy()
-    new_b[moves, node] += amount
-    gives = giver >= 0
-    new_a = best[np.maximum(giver, 0)].copy()
-    new_a[moves, node] -= np.where(gives, amount, 0)
-    # Interference avoidance: at most one distributed job per node after the move.
-    crowd = _distributed_rows(best).sum(axis=0)[None, :]
-    crowd = crowd - _distributed_rows(best[receiver]) + _distributed_rows(new_b)
-    crowd = crowd - np.where(gives[:, None], _distributed_rows(best[np.maximum(giver, 0)]), 0)
-    crowd = crowd + np.where(gives[:, None], _distributed_rows(new_a), 0)
-    ok = (crowd <= 1).all(axis=1) & (new_b.sum(axis=1) <= problem.caps[receiver])
-    current = problem.current
-    delta = (
-        scorer.inverse(
-            receiver,
-            new_b.sum(axis=1),
-            (new_b > 0).sum(axis=1),
-            (new_b != current[receiver]).any(axis=1),
-        )
-        - inverse[receiver]
+    b = receiver
+    # Receiver after the move.
+    had = used[b, node]
+    count_b = count[b] + ~had
+    dist_b = count_b > 1
+    differ_b = (
+        differ[b]
+        - (best[b, node] != current[b, node])
+        + (best[b, node] + amount != current[b, node])
     )
-    giver_index = np.maximum(giver, 0)
-    delta_a = (
-        scorer.inverse(
-            giver_index,
-            new_a.sum(axis=1),
-            (new_a > 0).sum(axis=1),
-            (new_a != current[giver_index]).any(axis=1),
-        )
-        - inverse[giver_index]
+    # Giver after the move (ignored where the GPUs come from the free pool).
+    leaves = gives & (amount == best[a, node])
+    count_a = count[a] - leaves
+    dist_a = count_a > 1
+    differ_a = (
+        differ[a]
+        - (best[a, node] != current[a, node])
+        + (best[a, node] - amount != current[a, node])
     )
-    delta = delta + np.where(gives, delta_a, 0.0)
-    delta = np.where(ok, delta, np.inf)
+    # Interference avoidance: at most one distributed job on the move's node, and on the
+    # receiver's home node if the receiver becomes distributed.
+    on_node = crowd[node] - (distributed[b] & had) + dist_b
+    on_node = on_node - np.where(gives, distributed[a] & used[a, node], 0)
+    on_node = on_node + np.where(gives, dist_a & ~leaves, 0)
+    newly = dist_b & ~distributed[b]
+    home_b = home[b]
+    a_leaves_home = gives & used[a, home_b] & distributed[a] & ~dist_a
+    on_home = crowd[home_b] + 1 - a_leaves_home
+    ok = (on_node <= 1) & (~newly | (on_home <= 1))
+    ok &= replicas[b] + amount <= problem.caps[b]
+    delta = scorer.inverse(b, replicas[b] + amount, count_b, differ_b > 0) - inverse[b]
+    left = np.where(gives, replicas[a] - amount, replicas[a])
+    delta_a = scorer.inverse(a, left, count_a, differ_a > 0) - inverse[a]
+    delta = np.where(ok, delta + np.where(gives, delta_a, 0.0), np.inf)
     top = int(np.argmin(delta))
     if not np.isfinite(delta[top]):
         return None, 0.0
@@ -120,30 +124,6 @@ def _best_transfer(problem, scorer, best, inverse):
     if gives[top]:
         out[giver[top], node[top]] -= amount[top]
     return out, float(delta[top])
-
-
-def _distinct_moves(problem, best, free, giver, receiver, node):
-    """Drop moves equivalent to one already listed: on a large cluster most nodes look alike
-    to a move (same GPUs of giver and receiver there, same free GPUs, same number of distributed
-    jobs, same relation to the current rows), and the first such node stands for all."""
-    crowd = _distributed_rows(best).sum(axis=0)
-    source = np.maximum(giver, 0)
-    current = problem.current
-    keys = np.column_stack(
-        [
-            giver,
-            receiver,
-            np.where(giver >= 0, best[source, node], -1),
-            best[receiver, node],
-            free[node],
-            crowd[node],
-            current[receiver, node] - best[receiver, node],
-            np.where(giver >= 0, current[source, node] - best[source, node], 0),
-        ]
-    )
-    _, first = np.unique(keys, axis=0, return_index=True)
-    first.sort()
-    return giver[first], receiver[first], node[first]
 
 
 def _restore(problem: AllocationProblem, allocation, job: int, changed) -> NDArray[np.int64]:
