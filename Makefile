@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
 
-.PHONY: install demo test validate bench lint clean
+.PHONY: install demo test validate bench bench-scale lint clean
 
 install: $(STAMP)
 
@@ -26,6 +26,9 @@ validate: install
 
 bench: install
 	$(BIN)/python benchmarks/run.py
+
+bench-scale: install
+	cd benchmarks && ../$(BIN)/python bench_scale.py
 
 lint: install
 	$(BIN)/ruff check goodput_sim tests benchmarks

@@ -3,9 +3,10 @@ advanced analytically between rounds (whole epochs at a time, vectorised with nu
 
 Ground truth (profiles) advances jobs; policies see beliefs. Between two rounds a job's
 configuration and the scheduler's belief are fixed, so its progress rate is piecewise constant
-over epochs and its exact completion time follows from a cumulative sum. Beliefs are refreshed at
-each round from the configurations the job has actually run (the reference refits mid-interval,
-at every new configuration; this engine refits once per round, like the production library).
+over epochs and its exact completion time follows from a cumulative sum. Beliefs are refitted
+when a policy asks for them, from the configurations the job has actually run (the reference
+refits mid-interval at every new configuration; here at most once per round, like the
+production library).
 """
 
 from __future__ import annotations
@@ -164,7 +165,6 @@ class Simulation:
     def _schedule(self, now: float, active: list[Job]) -> None:
         for job in active:
             self._update_grad_stats(job)
-            job.belief.refresh()
         views = tuple(self._view(job, now) for job in active)
         snapshot = Snapshot(now, self.cluster, views, self.config.restart_delay)
         started = wallclock.perf_counter()

@@ -91,7 +91,10 @@ class JobBelief:
         return int(min(grown, total_gpus, by_batch))
 
     def goodput_model(self) -> GoodputModel | None:
-        """The current belief as a goodput model, or None before the first observation."""
+        """The current belief as a goodput model (refitted first if new configurations were
+        observed), or None before the first observation. Fitting happens only when a policy
+        asks, so fixed-batch policies never pay for it."""
+        self.refresh()
         if self.params is None:
             return None
         lim = self.limits

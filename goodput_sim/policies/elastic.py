@@ -73,11 +73,11 @@ class ElasticPolicy(Policy):
 
     def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
         cluster = snapshot.cluster
+        model = job.belief.goodput_model()  # refits first if needed, which bumps the version
         key = (job.belief.version, cap, fair)
         cached = self._tables.get(job.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        model = job.belief.goodput_model()
         if model is None:  # not yet profiled: assume linear scaling
 
             def speedup(n, r):
