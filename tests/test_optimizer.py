@@ -3,7 +3,6 @@ results on recorded rounds (a regression check for performance work)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +13,11 @@ from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.genetic import solve_genetic
 from goodput_sim.policies.greedy import solve_greedy
+from goodput_sim.policies.problem import AllocationProblem
 from goodput_sim.profiles import load_profiles
 from goodput_sim.workload import load_workload
 
-SAVED = Path(__file__).parent / "data" / "optimizer_objectives.json"
+SAVED = Path(__file__).parent / "data" / "recorded_rounds.npz"
 ROUNDS = 12
 
 
@@ -67,10 +67,50 @@ def test_optimiser_matches_reference_sized_genetic_search(recorded):
     assert min(ratios) >= 0.99, [round(r, 5) for r in ratios]
 
 
-def test_objective_no_worse_than_recorded(recorded):
-    """Objectives saved when this test was written (tests/data/optimizer_objectives.json,
-    regenerate only for a deliberate change of the objective); faster code must not lower them."""
-    values = [_objective(problem, solve_greedy(problem, total)) for problem, total in recorded]
-    saved = json.loads(SAVED.read_text())["objectives"]
-    assert len(saved) == len(values)
-    assert all(v >= s * (1 - 1e-9) for v, s in zip(values, saved, strict=True)), (values, saved)
+def _save_rounds(recorded, path: Path) -> None:
+    """Store recorded problems with the optimiser's objective on each (to refresh the baseline:
+    run this module with ``python tests/test_optimizer.py``)."""
+    arrays = {}
+    for k, (problem, total) in enumerate(recorded):
+        arrays[f"{k}_caps"], arrays[f"{k}_penalties"] = problem.caps, problem.penalties
+        arrays[f"{k}_current"], arrays[f"{k}_total"] = problem.current, np.array(total)
+        arrays[f"{k}_objective"] = np.array(_objective(problem, solve_greedy(problem, total)))
+        for j, table in enumerate(problem.speedup_tables):
+            arrays[f"{k}_table_{j}"] = table
+    np.savez_compressed(path, count=len(recorded), **arrays)
+
+
+def _load_rounds(path: Path) -> list[tuple[AllocationProblem, int, float]]:
+    data = np.load(path)
+    rounds = []
+    for k in range(int(data["count"])):
+        current = data[f"{k}_current"]
+        tables = [data[f"{k}_table_{j}"] for j in range(len(current))]
+        problem = AllocationProblem(
+            [f"job{j}" for j in range(len(current))],
+            data[f"{k}_caps"],
+            data[f"{k}_penalties"],
+            current,
+            4,
+            tables,
+        )
+        rounds.append((problem, int(data[f"{k}_total"]), float(data[f"{k}_objective"])))
+    return rounds
+
+
+def test_objective_no_worse_than_saved_rounds():
+    """Rounds and objectives saved when this test was written (tests/data); faster optimiser
+    code must reach at least the same objective on the same problems."""
+    for problem, total, saved in _load_rounds(SAVED):
+        assert problem.feasible(solve_greedy(problem, total))
+        assert _objective(problem, solve_greedy(problem, total)) >= saved * (1 - 1e-9)
+
+
+if __name__ == "__main__":
+    policy = _Recording()
+    workload = load_workload(bundled_workload()).head(60)
+    Simulation(workload, load_profiles(), policy, config=SimConfig(horizon=4 * 3600)).run()
+    problems = [p for p in policy.problems if p[0].num_jobs >= 3]
+    picks = np.unique(np.linspace(0, len(problems) - 1, ROUNDS).astype(int))
+    _save_rounds([problems[i] for i in picks], SAVED)
+    print(f"saved {len(picks)} rounds to {SAVED}")

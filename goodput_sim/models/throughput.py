@@ -14,7 +14,6 @@ from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import least_squares
 
 TINY = 1e-8
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
@@ -118,6 +117,50 @@ def _log_residual_jacobian(
     return jac
 
 
+def projected_levenberg_marquardt(
+    residuals, jacobian, x0: NDArray, lower: NDArray, upper: NDArray, max_iter: int = 200
+) -> tuple[NDArray, bool]:
+    """Minimise ``|residuals(x)|^2`` within box bounds: Levenberg-Marquardt steps (Marquardt's
+    diagonal scaling) on the parameters not held at a bound by the gradient, projected back
+    into the box. For 7 parameters this is a few microseconds of linear algebra per step, where
+    scipy's bounded trust-region solver spends milliseconds of Python per fit."""
+    x = np.clip(x0, lower, upper)
+    r = residuals(x)
+    cost = float(r @ r)
+    damping = 1e-3
+    for _ in range(max_iter):
+        jac = jacobian(x)
+        grad = jac.T @ r
+        at_bound = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
+        move = ~at_bound
+        if not move.any() or np.max(np.abs(grad[move])) < 1e-14:
+            return x, True
+        hessian = jac[:, move].T @ jac[:, move]
+        diagonal = np.diag(hessian).copy()
+        while True:
+            system = hessian + damping * np.diag(np.maximum(diagonal, 1e-12))
+            try:
+                step = np.linalg.solve(system, -grad[move])
+            except np.linalg.LinAlgError:
+                damping *= 10.0
+                continue
+            trial = x.copy()
+            trial[move] = np.clip(x[move] + step, lower[move], upper[move])
+            r_trial = residuals(trial)
+            cost_trial = float(r_trial @ r_trial)
+            if np.isfinite(cost_trial) and cost_trial < cost:
+                improvement = cost - cost_trial
+                x, r, cost = trial, r_trial, cost_trial
+                damping = max(damping / 3.0, 1e-12)
+                if improvement <= 1e-8 * cost + 1e-18:  # scipy's default ftol
+                    return x, True
+                break
+            damping *= 4.0
+            if damping > 1e12:
+                return x, True  # no step improves: a (bounded) minimum
+    return x, False
+
+
 class ThroughputModel:
     """Estimator for :class:`ThroughputParams` (scikit-learn style: ``fit`` returns self).
 
@@ -175,17 +218,13 @@ class ThroughputModel:
             return _log_residual_jacobian(theta, nodes, replicas, local_bsz, scale)[:, free]
 
         x0 = np.clip(full[free], _LOWER[free] * (1 + 1e-9), _UPPER[free])
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            try:
-                result = least_squares(
-                    residuals, x0, jac=jacobian, bounds=(_LOWER[free], _UPPER[free]), method="trf"
-                )
-                if np.all(np.isfinite(result.x)):
-                    full[free] = result.x
-                self.converged_ = bool(result.success)
-            except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-                self.converged_ = False
+            x, self.converged_ = projected_levenberg_marquardt(
+                residuals, jacobian, x0, _LOWER[free], _UPPER[free]
+            )
+            if np.all(np.isfinite(x)):
+                full[free] = x
         params = ThroughputParams(*full)
         if not np.any(nodes > 1):
             # Prior: crossing nodes costs at least 10% more than staying within one (SPEC 3.3).
