@@ -17,23 +17,11 @@ import numpy as np
 
 from goodput_sim.api import bundled_workload
 from goodput_sim.engine import Simulation
-from goodput_sim.policies.elastic import Goodput
+from goodput_sim.policies.elastic import RecordingGoodput, sample_rounds
 from goodput_sim.policies.genetic import solve_genetic
 from goodput_sim.policies.greedy import solve_greedy
 from goodput_sim.profiles import load_profiles
 from goodput_sim.workload import load_workload
-
-
-class RecordingGoodput(Goodput):
-    """The goodput policy, keeping every round's problem for later comparison."""
-
-    def __init__(self):
-        super().__init__()
-        self.problems = []
-
-    def allocate(self, snapshot):
-        self.problems.append((self.problem(snapshot), snapshot.cluster.total_gpus))
-        return super().allocate(snapshot)
 
 
 def record_problems(workload: Path, profiles=None) -> list:
@@ -71,9 +59,7 @@ def main() -> None:
     parser.add_argument("--profiles", type=Path, default=None)
     parser.add_argument("--rounds", type=int, default=40, help="rounds sampled evenly from the run")
     args = parser.parse_args()
-    problems = [p for p in record_problems(args.workload, args.profiles) if p[0].num_jobs >= 2]
-    picks = np.unique(np.linspace(0, len(problems) - 1, args.rounds).astype(int))
-    report = compare_on([problems[i] for i in picks])
+    report = compare_on(sample_rounds(record_problems(args.workload, args.profiles), args.rounds))
     report.update(workload=args.workload.name, cpus=os.cpu_count(), machine=platform.platform())
     print(json.dumps(report, indent=2))
     out = Path(__file__).parent / "results" / "optimizer.json"

@@ -10,7 +10,7 @@ import pytest
 
 from goodput_sim.api import bundled_workload
 from goodput_sim.engine import SimConfig, Simulation
-from goodput_sim.policies.elastic import Goodput
+from goodput_sim.policies.elastic import RecordingGoodput, sample_rounds
 from goodput_sim.policies.genetic import solve_genetic
 from goodput_sim.policies.greedy import solve_greedy
 from goodput_sim.policies.problem import AllocationProblem
@@ -21,25 +21,17 @@ SAVED = Path(__file__).parent / "data" / "recorded_rounds.npz"
 ROUNDS = 12
 
 
-class _Recording(Goodput):
-    def __init__(self):
-        super().__init__()
-        self.problems = []
-
-    def allocate(self, snapshot):
-        self.problems.append((self.problem(snapshot), snapshot.cluster.total_gpus))
-        return super().allocate(snapshot)
-
-
 @pytest.fixture(scope="module")
 def recorded():
     """Contended rounds of the bundled workload's first 60 jobs (4 simulated hours)."""
-    policy = _Recording()
+    return _record()
+
+
+def _record() -> list:
+    policy = RecordingGoodput()
     workload = load_workload(bundled_workload()).head(60)
     Simulation(workload, load_profiles(), policy, config=SimConfig(horizon=4 * 3600)).run()
-    problems = [p for p in policy.problems if p[0].num_jobs >= 3]
-    picks = np.unique(np.linspace(0, len(problems) - 1, ROUNDS).astype(int))
-    return [problems[i] for i in picks]
+    return sample_rounds(policy.problems, ROUNDS, min_jobs=3)
 
 
 def _objective(problem, allocation) -> float:
@@ -107,10 +99,5 @@ def test_objective_no_worse_than_saved_rounds():
 
 
 if __name__ == "__main__":
-    policy = _Recording()
-    workload = load_workload(bundled_workload()).head(60)
-    Simulation(workload, load_profiles(), policy, config=SimConfig(horizon=4 * 3600)).run()
-    problems = [p for p in policy.problems if p[0].num_jobs >= 3]
-    picks = np.unique(np.linspace(0, len(problems) - 1, ROUNDS).astype(int))
-    _save_rounds([problems[i] for i in picks], SAVED)
-    print(f"saved {len(picks)} rounds to {SAVED}")
+    _save_rounds(_record(), SAVED)
+    print(f"saved {ROUNDS} rounds to {SAVED}")

@@ -128,3 +128,25 @@ class ThroughputOnly(ElasticPolicy):
 
     name = "throughput"
     statistical = False
+
+
+class RecordingGoodput(Goodput):
+    """The goodput policy, keeping every round's allocation problem (and the cluster's GPU
+    count) so optimisers can be compared on exactly the rounds a run met."""
+
+    name = "goodput-recording"
+
+    def __init__(self, seed: int = 0, restart_penalty: bool = True):
+        super().__init__(seed, restart_penalty)
+        self.problems: list[tuple[AllocationProblem, int]] = []
+
+    def allocate(self, snapshot: Snapshot) -> Decision:
+        self.problems.append((self.problem(snapshot), snapshot.cluster.total_gpus))
+        return super().allocate(snapshot)
+
+
+def sample_rounds(problems: list, count: int, min_jobs: int = 2) -> list:
+    """``count`` recorded rounds with at least ``min_jobs`` jobs, evenly spread over the run."""
+    busy = [p for p in problems if p[0].num_jobs >= min_jobs]
+    picks = np.unique(np.linspace(0, len(busy) - 1, count).astype(int))
+    return [busy[i] for i in picks]
