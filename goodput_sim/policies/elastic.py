@@ -36,7 +36,7 @@ class ElasticPolicy(Policy):
     def __init__(self, seed: int = 0, restart_penalty: bool = True):
         super().__init__(seed)
         self.restart_penalty = restart_penalty
-        self._tables: dict[str, tuple[tuple, NDArray]] = {}
+        self._tables: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
@@ -72,27 +72,34 @@ class ElasticPolicy(Policy):
         )
 
     def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
+        """Speedups of ``job`` relative to its value at a fair share, cached per job.
+
+        The goodput table and the fair-share base are cached apart, keyed by what each depends
+        on: the belief (fitted parameters, plus gradient statistics when ``statistical``) and
+        the cap or fair share, so an arrival (new fair share) only rescales the tables."""
         cluster = snapshot.cluster
         model = job.belief.goodput_model()  # refits first if needed, which bumps the version
-        key = (job.belief.version, cap, fair)
-        cached = self._tables.get(job.name)
-        if cached is not None and cached[0] == key:
-            return cached[1]
         if model is None:  # not yet profiled: assume linear scaling
-
-            def speedup(n, r):
-                return r / fair
-        else:
-            base = model.optimize(
-                packed_nodes(fair, cluster.gpus_per_node), fair, self.statistical
-            ).goodput[0]
-
-            def speedup(n, r):
-                return model.optimize(n, r, self.statistical).goodput / base
-
-        table = speedup_table(speedup, cap, cluster.nodes, cluster.gpus_per_node)
-        self._tables[job.name] = (key, table)
-        return table
+            return speedup_table(lambda n, r: r / fair, cap, cluster.nodes, cluster.gpus_per_node)
+        belief = job.belief.version if self.statistical else job.belief.fits
+        cached = self._tables.setdefault(job.name, {})
+        if cached.get("table", (None,))[0] != (belief, cap):
+            values = speedup_table(
+                lambda n, r: model.optimize(n, r, self.statistical).goodput,
+                cap,
+                cluster.nodes,
+                cluster.gpus_per_node,
+            )
+            cached["table"] = ((belief, cap), values)
+        if cached.get("base", (None,))[0] != (belief, fair):
+            nodes = packed_nodes(fair, cluster.gpus_per_node)
+            cached["base"] = (
+                (belief, fair),
+                model.optimize(nodes, fair, self.statistical).goodput[0],
+            )
+        if cached.get("speedup", (None,))[0] != (belief, cap, fair):
+            cached["speedup"] = ((belief, cap, fair), cached["table"][1] / cached["base"][1])
+        return cached["speedup"][1]
 
     def batch_configs(self, job, nodes, replicas, grad_sqr, grad_var):
         model = job.belief.goodput_model()

@@ -52,28 +52,32 @@ def greedy_counts(cost: NDArray[np.float64], total_gpus: int) -> NDArray[np.int6
     """GPU count per job: repeatedly the move with the largest cost drop per GPU added.
 
     The (jobs x counts) table of drops per GPU changes only in the moved job's row, so each
-    step updates one row and masks the moves that no longer fit in the free GPUs.
+    step updates one row. Moves that no longer fit in the free GPUs are masked lazily, only when
+    the best move is one of them: free GPUs only shrink, so a masked move never comes back.
     """
     jobs, width = cost.shape
     grid = np.arange(width)
     counts = np.zeros(jobs, dtype=np.int64)
-    steps = np.broadcast_to(grid, cost.shape).copy()  # GPUs each move adds
-    with np.errstate(invalid="ignore"):
-        drop = np.where(steps > 0, (cost[:, :1] - cost) / np.maximum(steps, 1), -np.inf)
-    drop[~np.isfinite(drop)] = -np.inf
-    free = total_gpus
-    while free > 0 and jobs:
-        masked = np.where(steps <= free, drop, -np.inf)
-        flat = int(np.argmax(masked))
-        j, target = divmod(flat, width)
-        if not masked[j, target] > 1e-12:
-            break
-        free -= target - int(counts[j])
-        counts[j] = target
-        steps[j] = grid - target
-        with np.errstate(invalid="ignore"):
-            row = (cost[j, target] - cost[j]) / np.maximum(steps[j], 1)
-        drop[j] = np.where((steps[j] > 0) & np.isfinite(row), row, -np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        drop = (cost[:, :1] - cost) / np.maximum(grid, 1)  # drop per GPU of moving from 0
+        drop[:, 0] = -np.inf
+        drop[~np.isfinite(drop)] = -np.inf
+        free = total_gpus
+        while free > 0 and jobs:
+            j, target = divmod(int(np.argmax(drop)), width)
+            if target - counts[j] > free:  # the best move no longer fits: mask all that don't
+                drop[grid[None, :] - counts[:, None] > free] = -np.inf
+                j, target = divmod(int(np.argmax(drop)), width)
+            if not drop[j, target] > 1e-12:
+                break
+            free -= target - int(counts[j])
+            counts[j] = target
+            # From ``target`` only larger counts are moves; ``cost[j, target]`` is finite, so
+            # unreachable counts (infinite cost) get a drop of -inf.
+            drop[j, : target + 1] = -np.inf
+            drop[j, target + 1 :] = (cost[j, target] - cost[j, target + 1 :]) / grid[
+                1 : width - target
+            ]
     return counts
 
 

@@ -16,30 +16,12 @@ from numpy.typing import NDArray
 from goodput_sim.policies.problem import EPSILON, AllocationProblem
 
 
-class _Scorer:
-    """Per-job values of rows, from the problem's speedup tables padded into one array."""
-
-    def __init__(self, problem: AllocationProblem):
-        self.problem = problem
-        tables = problem.speedup_tables
-        max_n = max(t.shape[0] for t in tables)
-        max_r = max(t.shape[1] for t in tables)
-        self.table = np.zeros((len(tables), max_n, max_r))
-        for j, t in enumerate(tables):
-            self.table[j, : t.shape[0], : t.shape[1]] = t
-        self.scale = 1.0 / problem.gpus_per_node
-
-    def inverse(self, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
-        """``1/(value + 1e-3)`` of jobs at (replicas, nodes), changed rows penalised."""
-        p = self.problem
-        r = np.minimum(replicas, self.table.shape[2] - 1)
-        n = np.minimum(nodes, self.table.shape[1] - 1)
-        value = np.where(replicas <= p.caps[jobs], self.table[jobs, n, r], 0.0) * self.scale
-        value = value * np.where(changed, p.penalties[jobs], 1.0)
-        return 1.0 / (value + EPSILON)
+def _inverse(problem: AllocationProblem, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
+    """``1/(value + 1e-3)`` of jobs at (replicas, nodes), changed rows penalised."""
+    return 1.0 / (problem.job_values(jobs, replicas, nodes, changed) + EPSILON)
 
 
-def _best_transfer(problem, scorer, best, inverse):
+def _best_transfer(problem, best, inverse):
     """The best feasible single move and its change of the inverse-value sum.
 
     Every quantity a move changes (the two jobs' GPUs, nodes used and changed-row flags, and
@@ -112,9 +94,9 @@ def _best_transfer(problem, scorer, best, inverse):
     on_home = crowd[home_b] + 1 - a_leaves_home
     ok = (on_node <= 1) & (~newly | (on_home <= 1))
     ok &= replicas[b] + amount <= problem.caps[b]
-    delta = scorer.inverse(b, replicas[b] + amount, count_b, differ_b > 0) - inverse[b]
+    delta = _inverse(problem, b, replicas[b] + amount, count_b, differ_b > 0) - inverse[b]
     left = np.where(gives, replicas[a] - amount, replicas[a])
-    delta_a = scorer.inverse(a, left, count_a, differ_a > 0) - inverse[a]
+    delta_a = _inverse(problem, a, left, count_a, differ_a > 0) - inverse[a]
     delta = np.where(ok, delta + np.where(gives, delta_a, 0.0), np.inf)
     top = int(np.argmin(delta))
     if not np.isfinite(delta[top]):
@@ -149,16 +131,19 @@ def local_search(
     """Improve ``allocation`` by the best improving move until none is left (or ``max_steps``)."""
     if problem.num_jobs == 0:
         return allocation
-    scorer = _Scorer(problem)
     jobs = np.arange(problem.num_jobs)
     best = allocation.copy()
     score = problem.objective(best[None])[0]
     for _ in range(max_steps):
-        inverse = scorer.inverse(
-            jobs, best.sum(axis=1), (best > 0).sum(axis=1), (best != problem.current).any(axis=1)
+        inverse = _inverse(
+            problem,
+            jobs,
+            best.sum(axis=1),
+            (best > 0).sum(axis=1),
+            (best != problem.current).any(axis=1),
         )
         total = inverse.sum()
-        moved, delta = _best_transfer(problem, scorer, best, inverse)
+        moved, delta = _best_transfer(problem, best, inverse)
         candidate, candidate_score = best, score
         if moved is not None and delta < 0:
             candidate, candidate_score = moved, problem.num_jobs / (total + delta)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,19 +40,33 @@ class AllocationProblem:
     def num_nodes(self) -> int:
         return self.current.shape[1]
 
+    @cached_property
+    def table(self) -> NDArray[np.float64]:
+        """The speedup tables stacked into one (jobs x 3 x largest cap + 1) array, zero-padded,
+        so values of many allocations are one fancy-indexing operation."""
+        width = max((t.shape[1] for t in self.speedup_tables), default=1)
+        table = np.zeros((self.num_jobs, 3, width))
+        for j, t in enumerate(self.speedup_tables):
+            table[j, : t.shape[0], : t.shape[1]] = t
+        return table
+
+    def job_values(self, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
+        """Scaled values of ``jobs`` at (replicas, nodes used), penalised where ``changed``;
+        the arguments broadcast together."""
+        table = self.table
+        r = np.minimum(replicas, table.shape[2] - 1)
+        n = np.minimum(nodes, table.shape[1] - 1)
+        value = np.where(replicas <= self.caps[jobs], table[jobs, n, r], 0.0)
+        return value / self.gpus_per_node * np.where(changed, self.penalties[jobs], 1.0)
+
     def values(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per-individual, per-job scaled values for a (pop x jobs x nodes) population."""
-        replicas = population.sum(axis=2)
-        nodes = (population > 0).sum(axis=2)
-        values = np.zeros(replicas.shape)
-        for j, table in enumerate(self.speedup_tables):
-            r = np.minimum(replicas[:, j], table.shape[1] - 1)
-            n = np.minimum(nodes[:, j], table.shape[0] - 1)
-            ok = replicas[:, j] <= self.caps[j]
-            values[:, j] = np.where(ok, table[n, r], 0.0)
-        changed = (population != self.current[None]).any(axis=2)
-        values = values / self.gpus_per_node * np.where(changed, self.penalties[None, :], 1.0)
-        return values
+        return self.job_values(
+            np.arange(self.num_jobs)[None, :],
+            population.sum(axis=2),
+            (population > 0).sum(axis=2),
+            (population != self.current[None]).any(axis=2),
+        )
 
     def objective(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
         """Harmonic mean of values (higher is better), per individual."""
