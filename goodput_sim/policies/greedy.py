@@ -144,7 +144,8 @@ def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int6
         candidates += [place(problem, counts), place(problem, counts, keep_rows=False)]
     stack = np.array(candidates)
     starts = [stack[int(np.argmax(problem.objective(stack)))]]
-    if problem.feasible(problem.current):  # small changes to the current allocation
-        starts.append(problem.current)
+    current = problem.current
+    if not np.array_equal(starts[0], current) and problem.feasible(current):
+        starts.append(current)  # small changes to the current allocation
     polished = np.array([local_search(problem, start) for start in starts])
     return polished[int(np.argmax(problem.objective(polished)))]

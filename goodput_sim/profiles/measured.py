@@ -102,13 +102,17 @@ def _data_lines(path: Path) -> list[int]:
 
 
 def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) -> NDArray:
-    """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2)."""
+    """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2).
+
+    ``table`` is (keys x epochs) or (keys x epochs x k); trailing axes are carried through."""
     key = np.clip(np.asarray(key, dtype=np.float64), keys[0], keys[-1])
     row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
-    hi = np.clip(np.searchsorted(keys, key, side="left"), 0, len(keys) - 1)
-    lo = np.clip(np.searchsorted(keys, key, side="right") - 1, 0, len(keys) - 1)
+    # ``key`` lies within the keys, so both searches land inside the table.
+    hi = np.searchsorted(keys, key, side="left")
+    lo = np.searchsorted(keys, key, side="right") - 1
     span = keys[hi] - keys[lo]
     weight = np.divide(key - keys[lo], span, out=np.zeros_like(key), where=span > 0)
+    weight = np.expand_dims(weight, tuple(range(weight.ndim, weight.ndim + table.ndim - 2)))
     return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
 
 
@@ -137,7 +141,7 @@ class MeasuredProfile(ApplicationProfile):
         stacked = {
             c: np.stack([v[c].to_numpy() for v in self.validation]) for c in VALIDATION_COLUMNS
         }
-        self._grad_sqr, self._grad_var = stacked["grad_sqr"], stacked["grad_var"]
+        self._grad_stats = np.stack([stacked["grad_sqr"], stacked["grad_var"]], axis=-1)
         self._iteration = stacked["iteration"]
         self.progress_table = stacked["progress"]
         epochs = self.progress_table.shape[1]
@@ -240,10 +244,8 @@ class MeasuredProfile(ApplicationProfile):
 
     # ------------------------------------------------------------------ statistical efficiency
     def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
-        return (
-            _interp_rows(self.batch_sizes, self._grad_sqr, batch_size, epoch),
-            _interp_rows(self.batch_sizes, self._grad_var, batch_size, epoch),
-        )
+        stats = _interp_rows(self.batch_sizes, self._grad_stats, batch_size, epoch)
+        return stats[..., 0], stats[..., 1]
 
     def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
         return _interp_rows(self.batch_sizes, self._iteration, batch_size, epoch)
