@@ -78,43 +78,84 @@ def throughput(params: ThroughputParams, nodes, replicas, local_bsz, accum_steps
     return total / t_iter
 
 
-def _log_residual_jacobian(
-    theta: NDArray, nodes: NDArray, replicas: NDArray, local_bsz: NDArray, scale: float
-) -> NDArray:
-    """Exact derivatives of the fit residuals (log compute times, log step times, priors) with
-    respect to all seven parameters; rows as in the residual vector."""
-    alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta
-    params = ThroughputParams(*theta)
-    t_acc = alpha_c + beta_c * local_bsz
-    t_net = network_time(params, nodes, replicas)
-    extra = np.maximum(replicas - 2.0, TINY)
-    inter = nodes > 1
-    intra = ~inter & (replicas > 1)
-    # log T_sync = log m + log(1 + u^g)/g with m = max(T_acc, T_net), u = min/max.
-    big = np.maximum(t_acc, t_net)
-    u = np.minimum(t_acc, t_net) / big
-    ug = u**gamma
-    total = 1.0 + ug
-    w_acc = (t_acc / big) ** gamma / total  # share of T_acc^g in the gamma-norm
-    w_net = (t_net / big) ** gamma / total
-    rows = len(local_bsz)
-    jac = np.zeros((2 * rows + 3, 7))
-    jac[:rows, 0] = scale / t_acc
-    jac[:rows, 1] = scale * local_bsz / t_acc
-    jac[rows : 2 * rows, 0] = scale * w_acc / t_acc
-    jac[rows : 2 * rows, 1] = scale * w_acc * local_bsz / t_acc
-    net = scale * w_net / t_net
-    jac[rows : 2 * rows, 2] = np.where(inter, net, 0.0)
-    jac[rows : 2 * rows, 3] = np.where(inter, net * extra, 0.0)
-    jac[rows : 2 * rows, 4] = np.where(intra, net, 0.0)
-    jac[rows : 2 * rows, 5] = np.where(intra, net * extra, 0.0)
-    log_u = np.log(np.maximum(u, 1e-300))
-    jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
-    jac[2 * rows, 6] = np.sqrt(_GAMMA_PRIOR)
-    c = np.sqrt(_NET_PRIOR)
-    jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
-    jac[2 * rows + 2, 4:6] = (-c * beta_r / alpha_r**2, c / alpha_r)
-    return jac
+class _LogFitObjective:
+    """Residuals of the fit (scaled log errors of compute and step times, then the three SPEC 3.3
+    priors) and their exact Jacobian, over the free parameters.
+
+    Everything that depends only on the observations is computed once per fit, and the Jacobian
+    reuses the intermediate values of the residuals at the same point: the solver always asks for
+    the Jacobian at the point whose residuals it has just accepted."""
+
+    def __init__(self, nodes, replicas, local_bsz, log_acc, log_sync, full, free):
+        self.local_bsz = local_bsz
+        self.extra = np.maximum(replicas - 2.0, TINY)
+        self.inter = nodes > 1
+        self.intra = ~self.inter & (replicas > 1)
+        self.single = TINY + TINY * self.extra  # one GPU: no gradient exchange
+        self.targets = np.concatenate([log_acc, log_sync])
+        self.rows = len(local_bsz)
+        self.scale = 1.0 / np.sqrt(self.rows)
+        self.full, self.free = full, free
+        self._last: tuple | None = None
+
+    def theta(self, x: NDArray) -> NDArray:
+        """All seven parameters with the free ones set to ``x``."""
+        theta = self.full.copy()
+        theta[self.free] = x
+        return theta
+
+    def residuals(self, x: NDArray) -> NDArray:
+        theta = self.theta(x)
+        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta
+        t_acc = alpha_c + beta_c * self.local_bsz
+        t_net = np.where(
+            self.inter,
+            alpha_n + beta_n * self.extra,
+            np.where(self.intra, alpha_r + beta_r * self.extra, self.single),
+        )
+        # log T_sync = log m + log(1 + u^g)/g with m = max(T_acc, T_net), u = min/max.
+        big = np.maximum(t_acc, t_net)
+        u = np.minimum(t_acc, t_net) / big
+        ug = u**gamma
+        total = 1.0 + ug
+        self._last = (x, theta, t_acc, t_net, big, u, ug, total)
+        rows = self.rows
+        out = np.empty(2 * rows + 3)
+        out[:rows] = np.log(t_acc)
+        out[rows : 2 * rows] = np.log(big) + np.log(total) / gamma
+        out[: 2 * rows] = self.scale * (out[: 2 * rows] - self.targets)
+        out[2 * rows :] = (
+            np.sqrt(_GAMMA_PRIOR) * (gamma - 1.0),
+            np.sqrt(_NET_PRIOR) * beta_n / alpha_n,
+            np.sqrt(_NET_PRIOR) * beta_r / alpha_r,
+        )
+        return out
+
+    def jacobian(self, x: NDArray) -> NDArray:
+        if self._last is None or self._last[0] is not x:
+            self.residuals(x)
+        _, theta, t_acc, t_net, big, u, ug, total = self._last
+        _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = theta
+        rows, scale, b = self.rows, self.scale, self.local_bsz
+        w_acc = (t_acc / big) ** gamma / total  # share of T_acc^g in the gamma-norm
+        w_net = (t_net / big) ** gamma / total
+        jac = np.zeros((2 * rows + 3, 7))
+        jac[:rows, 0] = scale / t_acc
+        jac[:rows, 1] = jac[:rows, 0] * b
+        jac[rows : 2 * rows, 0] = w_acc * jac[:rows, 0]
+        jac[rows : 2 * rows, 1] = jac[rows : 2 * rows, 0] * b
+        net = scale * w_net / t_net
+        jac[rows : 2 * rows, 2] = np.where(self.inter, net, 0.0)
+        jac[rows : 2 * rows, 3] = jac[rows : 2 * rows, 2] * self.extra
+        jac[rows : 2 * rows, 4] = np.where(self.intra, net, 0.0)
+        jac[rows : 2 * rows, 5] = jac[rows : 2 * rows, 4] * self.extra
+        log_u = np.log(np.maximum(u, 1e-300))
+        jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
+        jac[2 * rows, 6] = np.sqrt(_GAMMA_PRIOR)
+        c = np.sqrt(_NET_PRIOR)
+        jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
+        jac[2 * rows + 2, 4:6] = (-c * beta_r / alpha_r**2, c / alpha_r)
+        return jac[:, self.free]
 
 
 def projected_levenberg_marquardt(
@@ -196,32 +237,12 @@ class ThroughputModel:
         full = np.clip(initial, _LOWER, _UPPER)
         for name, value in frozen.items():
             full[PARAM_NAMES.index(name)] = value
-        scale = 1.0 / np.sqrt(nodes.size)
-
-        def residuals(x: NDArray) -> NDArray:
-            theta = full.copy()
-            theta[free] = x
-            params = ThroughputParams(*theta)
-            t_acc, t_sync, _ = step_times(params, nodes, replicas, local_bsz)
-            priors = [
-                np.sqrt(_GAMMA_PRIOR) * (params.gamma - 1.0),
-                np.sqrt(_NET_PRIOR) * params.beta_n / params.alpha_n,
-                np.sqrt(_NET_PRIOR) * params.beta_r / params.alpha_r,
-            ]
-            return np.concatenate(
-                [scale * (np.log(t_acc) - log_acc), scale * (np.log(t_sync) - log_sync), priors]
-            )
-
-        def jacobian(x: NDArray) -> NDArray:
-            theta = full.copy()
-            theta[free] = x
-            return _log_residual_jacobian(theta, nodes, replicas, local_bsz, scale)[:, free]
-
+        objective = _LogFitObjective(nodes, replicas, local_bsz, log_acc, log_sync, full, free)
         x0 = np.clip(full[free], _LOWER[free] * (1 + 1e-9), _UPPER[free])
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             x, self.converged_ = projected_levenberg_marquardt(
-                residuals, jacobian, x0, _LOWER[free], _UPPER[free]
+                objective.residuals, objective.jacobian, x0, _LOWER[free], _UPPER[free]
             )
             if np.all(np.isfinite(x)):
                 full[free] = x

@@ -108,8 +108,11 @@ class ElasticPolicy(Policy):
             total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
             return fixed_configs(lim, total, replicas, np.shape(grad_sqr))
         size = np.shape(grad_sqr)
+        if not self.statistical:  # gradient statistics do not matter: one choice for all epochs
+            choice = model.optimize(nodes, replicas, statistical=False)
+            return np.full(size, choice.local_bsz[0]), np.full(size, choice.accum_steps[0])
         choice = model.optimize(
-            np.full(size, nodes), np.full(size, replicas), self.statistical, grad_sqr, grad_var
+            np.full(size, nodes), np.full(size, replicas), True, grad_sqr, grad_var
         )
         return choice.local_bsz, choice.accum_steps
 

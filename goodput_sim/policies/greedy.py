@@ -138,9 +138,14 @@ def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int6
     if problem.num_jobs == 0:
         return problem.current.copy()
     cost = count_costs(problem)
+    whole = whole_node_costs(problem, cost)
+    options = [greedy_counts(cost, total_gpus)]
+    if not np.array_equal(whole, cost):
+        options.append(greedy_counts(whole, total_gpus))
+    if len(options) == 2 and np.array_equal(*options):
+        options.pop()
     candidates = []
-    for costs in (cost, whole_node_costs(problem, cost)):
-        counts = greedy_counts(costs, total_gpus)
+    for counts in options:
         candidates += [place(problem, counts), place(problem, counts, keep_rows=False)]
     stack = np.array(candidates)
     starts = [stack[int(np.argmax(problem.objective(stack)))]]

@@ -42,9 +42,8 @@ def _best_transfer(problem, best, inverse):
     # per (free, distributed jobs) class plus the receiver's own; among a giver's nodes, only
     # the first it fills completely.
     open_nodes = np.flatnonzero(free > 0)
-    _, first = np.unique(
-        np.column_stack([free[open_nodes], crowd[open_nodes]]), axis=0, return_index=True
-    )
+    node_class = free[open_nodes] * (jobs + 1) + crowd[open_nodes]  # crowd <= jobs
+    _, first = np.unique(node_class, return_index=True)
     representatives = open_nodes[np.sort(first)]
     own_b, own_n = np.nonzero(used & (free > 0)[None, :])
     add_b = np.concatenate([np.repeat(np.arange(jobs), len(representatives)), own_b])
@@ -57,11 +56,16 @@ def _best_transfer(problem, best, inverse):
     giver = np.concatenate([np.full(len(add_b), -1), give_a[other]])
     receiver = np.concatenate([add_b, take_b[other]])
     node = np.concatenate([add_n, give_n[other]])
-    gives = giver >= 0
     a = np.maximum(giver, 0)
-    available = np.where(gives, best[a, node], free[node])
-    giver, receiver, node, gives, a = (np.tile(x, 2) for x in (giver, receiver, node, gives, a))
-    amount = np.concatenate([np.ones(len(available), dtype=np.int64), available])
+    available = np.where(giver >= 0, best[a, node], free[node])
+    # Each candidate moves one GPU, or all available ones where that is more than one.
+    several = available > 1
+    giver, receiver, node, a = np.concatenate(
+        [np.stack([giver, receiver, node, a]), np.stack([giver, receiver, node, a])[:, several]],
+        axis=1,
+    )
+    gives = giver >= 0
+    amount = np.concatenate([np.ones(len(available), dtype=np.int64), available[several]])
     if not len(amount):
         return None, 0.0
     b = receiver

@@ -13,6 +13,7 @@ allocation a policy picks has a defined answer instead of a crash:
 
 from __future__ import annotations
 
+import bisect
 import re
 from functools import cached_property
 from pathlib import Path
@@ -105,6 +106,8 @@ def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) 
     """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2).
 
     ``table`` is (keys x epochs) or (keys x epochs x k); trailing axes are carried through."""
+    if np.ndim(key) == 0 and np.ndim(row) == 0:  # one lookup per job and round: skip array work
+        return _interp_row(keys, table, float(key), int(row))
     key = np.clip(np.asarray(key, dtype=np.float64), keys[0], keys[-1])
     row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
     # ``key`` lies within the keys, so both searches land inside the table.
@@ -113,6 +116,17 @@ def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) 
     span = keys[hi] - keys[lo]
     weight = np.divide(key - keys[lo], span, out=np.zeros_like(key), where=span > 0)
     weight = np.expand_dims(weight, tuple(range(weight.ndim, weight.ndim + table.ndim - 2)))
+    return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
+
+
+def _interp_row(keys: NDArray, table: NDArray, key: float, row: int) -> NDArray:
+    """:func:`_interp_rows` for one (key, row) pair."""
+    key = min(max(key, keys[0]), keys[-1])
+    row = min(max(row, 0), table.shape[1] - 1)
+    hi = bisect.bisect_left(keys, key)
+    lo = bisect.bisect_right(keys, key) - 1
+    span = keys[hi] - keys[lo]
+    weight = (key - keys[lo]) / span if span > 0 else 0.0
     return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
 
 
