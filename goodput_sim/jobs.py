@@ -39,6 +39,8 @@ class JobBelief:
         self.version = 0  # bumped whenever params or gradient statistics change
         self.fits = 0
         self._stale = False
+        self._max_replicas = 0  # most GPUs of any observed configuration
+        self._model: tuple[int, GoodputModel] | None = None  # (version, model) last built
 
     def observe(
         self, nodes: int, replicas: int, local_bsz: float, step: float, sync: float
@@ -57,6 +59,7 @@ class JobBelief:
         batches = [b for _, _, b in seen]
         outside = not batches or not min(batches) <= local_bsz <= max(batches)
         self.observations[key] = (step - sync, step)
+        self._max_replicas = max(self._max_replicas, int(replicas))
         if (new_shape or outside) and not self.oracle:
             self._stale = True
 
@@ -81,7 +84,7 @@ class JobBelief:
 
     @property
     def max_profiled_replicas(self) -> int:
-        return max((int(k[1]) for k in self.observations), default=0)
+        return self._max_replicas
 
     def max_replicas(self, total_gpus: int) -> int:
         """GPU cap that doubles with the largest size profiled (SPEC 6.2); none for an oracle."""
@@ -97,16 +100,19 @@ class JobBelief:
         self.refresh()
         if self.params is None:
             return None
-        lim = self.limits
-        return GoodputModel(
-            self.params,
-            lim.init_batch_size,
-            lim.max_batch_size,
-            lim.min_local_bsz,
-            lim.max_local_bsz,
-            self.grad_sqr,
-            self.grad_var,
-        )
+        if self._model is None or self._model[0] != self.version:
+            lim = self.limits
+            model = GoodputModel(
+                self.params,
+                lim.init_batch_size,
+                lim.max_batch_size,
+                lim.min_local_bsz,
+                lim.max_local_bsz,
+                self.grad_sqr,
+                self.grad_var,
+            )
+            self._model = (self.version, model)
+        return self._model[1]
 
 
 @dataclass(eq=False)

@@ -48,12 +48,11 @@ class ElasticPolicy(Policy):
         cluster = snapshot.cluster
         jobs = sorted(snapshot.jobs, key=lambda j: (j.attained_service, j.arrival, j.name))
         fair = max(-(-cluster.total_gpus // max(len(jobs), 1)), 1)
-        self._tables = {k: v for k, v in self._tables.items() if k in {j.name for j in jobs}}
-        caps = np.array(
-            [job.belief.max_replicas(cluster.total_gpus) for job in jobs], dtype=np.int64
-        )
+        names = [job.name for job in jobs]
+        self._tables = {name: self._tables.get(name, {}) for name in names}
+        caps = [job.belief.max_replicas(cluster.total_gpus) for job in jobs]
         tables = [
-            self._table(job, int(cap), fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
+            self._table(job, cap, fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
         ]
         delay = snapshot.restart_delay
         penalties = np.array(
@@ -68,7 +67,7 @@ class ElasticPolicy(Policy):
             len(jobs), cluster.nodes
         )
         return AllocationProblem(
-            [j.name for j in jobs], caps, penalties, current, cluster.gpus_per_node, tables
+            names, np.array(caps, dtype=np.int64), penalties, current, cluster.gpus_per_node, tables
         )
 
     def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
@@ -82,7 +81,7 @@ class ElasticPolicy(Policy):
         if model is None:  # not yet profiled: assume linear scaling
             return speedup_table(lambda n, r: r / fair, cap, cluster.nodes, cluster.gpus_per_node)
         belief = job.belief.version if self.statistical else job.belief.fits
-        cached = self._tables.setdefault(job.name, {})
+        cached = self._tables[job.name]
         if cached.get("table", (None,))[0] != (belief, cap):
             values = speedup_table(
                 lambda n, r: model.optimize(n, r, self.statistical).goodput,

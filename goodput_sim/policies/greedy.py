@@ -48,8 +48,16 @@ def whole_node_costs(problem: AllocationProblem, cost: NDArray[np.float64]) -> N
     return np.where((r > g) & (r % g != 0) & (r != kept), np.inf, cost)
 
 
-def greedy_counts(cost: NDArray[np.float64], total_gpus: int) -> NDArray[np.int64]:
-    """GPU count per job: repeatedly the move with the largest cost drop per GPU added.
+def greedy_counts(
+    cost: NDArray[np.float64],
+    total_gpus: int,
+    counts: NDArray[np.int64] | None = None,
+    watch: NDArray[np.bool_] | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
+    """GPU count per job: from ``counts`` (default none), repeatedly the move with the largest
+    cost drop per GPU added. Also returns the counts just before the first move onto an entry
+    of the ``watch`` mask (None if there is none): another cost table that differs from ``cost``
+    only on watched entries makes the same moves up to there, so its run can resume from them.
 
     The (jobs x counts) table of drops per GPU changes only in the moved job's row, so each
     step updates one row. Moves that no longer fit in the free GPUs are masked lazily, only when
@@ -57,19 +65,22 @@ def greedy_counts(cost: NDArray[np.float64], total_gpus: int) -> NDArray[np.int6
     """
     jobs, width = cost.shape
     grid = np.arange(width)
-    counts = np.zeros(jobs, dtype=np.int64)
+    counts = np.zeros(jobs, dtype=np.int64) if counts is None else counts.copy()
+    free = total_gpus - int(counts.sum())
+    diverged = None
     with np.errstate(invalid="ignore", divide="ignore"):
-        drop = (cost[:, :1] - cost) / np.maximum(grid, 1)  # drop per GPU of moving from 0
-        drop[:, 0] = -np.inf
-        drop[~np.isfinite(drop)] = -np.inf
-        free = total_gpus
+        steps = grid[None, :] - counts[:, None]
+        drop = (cost[np.arange(jobs), counts][:, None] - cost) / np.maximum(steps, 1)
+        drop[(steps <= 0) | ~np.isfinite(drop)] = -np.inf
         while free > 0 and jobs:
-            j, target = divmod(int(np.argmax(drop)), width)
+            j, target = divmod(int(drop.argmax()), width)
             if target - counts[j] > free:  # the best move no longer fits: mask all that don't
                 drop[grid[None, :] - counts[:, None] > free] = -np.inf
-                j, target = divmod(int(np.argmax(drop)), width)
+                j, target = divmod(int(drop.argmax()), width)
             if not drop[j, target] > 1e-12:
                 break
+            if diverged is None and watch is not None and watch[j, target]:
+                diverged = counts.copy()
             free -= target - int(counts[j])
             counts[j] = target
             # From ``target`` only larger counts are moves; ``cost[j, target]`` is finite, so
@@ -78,7 +89,7 @@ def greedy_counts(cost: NDArray[np.float64], total_gpus: int) -> NDArray[np.int6
             drop[j, target + 1 :] = (cost[j, target] - cost[j, target + 1 :]) / grid[
                 1 : width - target
             ]
-    return counts
+    return counts, diverged
 
 
 def place(
@@ -87,44 +98,45 @@ def place(
     """Rows for the chosen counts; counts that cannot be placed shrink until they fit. With
     ``keep_rows`` jobs whose count is unchanged keep their current row."""
     g = problem.gpus_per_node
-    allocation = np.zeros_like(problem.current)
-    keep = (counts == problem.current.sum(axis=1)) & (counts > 0) & keep_rows
-    allocation[keep] = problem.current[keep]
-    free = g - allocation.sum(axis=0)
-    hosts_distributed = ((allocation > 0).sum(axis=1)[:, None] > 1) & (allocation > 0)
-    taken = hosts_distributed.any(axis=0)
-    order = sorted(np.flatnonzero(~keep & (counts > 0)), key=lambda j: (-counts[j], j))
+    current = problem.current
+    keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
+    allocation = np.where(keep[:, None], current, 0)
+    used = allocation > 0
+    # Per-node state as plain lists: a job is placed with a few scalar steps per node.
+    free = (g - allocation.sum(axis=0)).tolist()
+    taken = (used & (used.sum(axis=1) > 1)[:, None]).any(axis=0).tolist()
+    wanted = counts.tolist()
+    order = sorted(np.flatnonzero(~keep & (counts > 0)).tolist(), key=lambda j: (-wanted[j], j))
     for j in order:
-        for r in range(int(counts[j]), 0, -1):
-            row = _pack(r, free, taken, g)
-            if row is not None:
-                allocation[j] = row
-                free -= row
-                if np.count_nonzero(row) > 1:
-                    taken |= row > 0
+        for r in range(wanted[j], 0, -1):
+            cells = _pack(r, free, taken, g)
+            if cells is not None:
+                for node, gpus in cells:
+                    allocation[j, node] = gpus
+                    free[node] -= gpus
+                    taken[node] = taken[node] or len(cells) > 1
                 break
     return allocation
 
 
-def _pack(replicas: int, free: NDArray, taken: NDArray, g: int) -> NDArray | None:
-    """A row for ``replicas`` GPUs: one best-fit node if it fits, else whole empty nodes plus a
-    best-fit remainder on nodes without another distributed job; None if impossible."""
-    row = np.zeros_like(free)
-    fits = np.flatnonzero(free >= replicas)
-    if replicas <= g and fits.size:
-        node = fits[np.argmin(free[fits])]
-        row[node] = replicas
-        return row
-    open_nodes = np.flatnonzero(~taken & (free > 0))
-    if free[open_nodes].sum() < replicas:
+def _pack(replicas: int, free: list[int], taken: list[bool], g: int) -> list | None:
+    """(node, GPUs) cells for ``replicas`` GPUs: the best-fit node if one node holds them, else
+    the fullest open nodes without another distributed job; None if impossible."""
+    if replicas <= g:
+        fits = [(f, node) for node, f in enumerate(free) if f >= replicas]
+        if fits:
+            return [(min(fits)[1], replicas)]
+    open_nodes = [node for node, f in enumerate(free) if f > 0 and not taken[node]]
+    if sum(free[node] for node in open_nodes) < replicas:
         return None
     # Fullest-free first keeps the job on as few nodes as possible.
+    cells, missing = [], replicas
     for node in sorted(open_nodes, key=lambda n: (-free[n], n)):
-        take = min(int(free[node]), replicas - int(row.sum()))
-        row[node] = take
-        if row.sum() == replicas:
+        cells.append((node, min(free[node], missing)))
+        missing -= cells[-1][1]
+        if missing == 0:
             break
-    return row
+    return cells
 
 
 def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:
@@ -139,11 +151,12 @@ def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int6
         return problem.current.copy()
     cost = count_costs(problem)
     whole = whole_node_costs(problem, cost)
-    options = [greedy_counts(cost, total_gpus)]
-    if not np.array_equal(whole, cost):
-        options.append(greedy_counts(whole, total_gpus))
-    if len(options) == 2 and np.array_equal(*options):
-        options.pop()
+    counts, diverged = greedy_counts(cost, total_gpus, watch=whole != cost)
+    options = [counts]
+    if diverged is not None:  # the whole-node run differs from here on
+        whole_counts, _ = greedy_counts(whole, total_gpus, counts=diverged)
+        if not np.array_equal(whole_counts, counts):
+            options.append(whole_counts)
     candidates = []
     for counts in options:
         candidates += [place(problem, counts), place(problem, counts, keep_rows=False)]
