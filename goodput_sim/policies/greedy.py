@@ -22,20 +22,18 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
     """(jobs x GPUs) inverse values ``1/(value + 1e-3)`` of each job at each GPU count under
     packed placement; keeping the current count keeps the row (no restart penalty)."""
     g = problem.gpus_per_node
-    jobs = problem.num_jobs
-    top = int(problem.caps.max()) if jobs else 0
-    cost = np.full((jobs, top + 1), np.inf)
+    table = problem.table
+    jobs, rows, width = table.shape
+    r = np.arange(width)
+    packed = np.minimum(-(-r // g), rows - 1)
+    value = table[:, packed, r] / g * problem.penalties[:, None]
     kept = problem.current.sum(axis=1)
-    kept_nodes = (problem.current > 0).sum(axis=1)
-    for j, table in enumerate(problem.speedup_tables):
-        cap = int(problem.caps[j])
-        r = np.arange(cap + 1)
-        n = np.minimum(-(-r // g), table.shape[0] - 1)
-        value = table[n, r] / g * problem.penalties[j]
-        if 0 < kept[j] <= cap:
-            value[kept[j]] = table[min(kept_nodes[j], table.shape[0] - 1), kept[j]] / g
-        value[0] = 0.0
-        cost[j, : cap + 1] = 1.0 / (value + EPSILON)
+    kept_nodes = np.minimum((problem.current > 0).sum(axis=1), rows - 1)
+    keeps = np.flatnonzero((kept > 0) & (kept <= problem.caps))
+    value[keeps, kept[keeps]] = table[keeps, kept_nodes[keeps], kept[keeps]] / g
+    value[:, 0] = 0.0
+    cost = 1.0 / (value + EPSILON)
+    cost[r[None, :] > problem.caps[:, None]] = np.inf
     return cost
 
 

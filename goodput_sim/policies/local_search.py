@@ -112,20 +112,21 @@ def _best_transfer(problem, best, inverse):
     return out, float(delta[top])
 
 
-def _restore(problem: AllocationProblem, allocation, job: int, changed) -> NDArray[np.int64]:
+def _restore(problem: AllocationProblem, allocation, job: int, changed) -> NDArray[np.int64] | None:
     """``allocation`` with ``job`` back on its current row, taking the GPUs it needs from other
-    jobs that are moving anyway (lowest priority first); unchanged if that is not enough."""
+    jobs that are moving anyway (lowest priority first); None if that is not enough."""
     out = allocation.copy()
     out[job] = problem.current[job]
     over = out.sum(axis=0) - problem.gpus_per_node
+    donors = np.flatnonzero(changed)[::-1]
     for node in np.flatnonzero(over > 0):
-        for other in np.flatnonzero(changed)[::-1]:
+        for other in donors:
             if other != job and over[node] > 0:
                 take = min(int(out[other, node]), int(over[node]))
                 out[other, node] -= take
                 over[node] -= take
         if over[node] > 0:
-            return allocation
+            return None
     return out
 
 
@@ -137,23 +138,19 @@ def local_search(
         return allocation
     jobs = np.arange(problem.num_jobs)
     best = allocation.copy()
-    score = problem.objective(best[None])[0]
+    score = None
     for _ in range(max_steps):
-        inverse = _inverse(
-            problem,
-            jobs,
-            best.sum(axis=1),
-            (best > 0).sum(axis=1),
-            (best != problem.current).any(axis=1),
-        )
+        changed = (best != problem.current).any(axis=1)
+        inverse = _inverse(problem, jobs, best.sum(axis=1), (best > 0).sum(axis=1), changed)
         total = inverse.sum()
+        if score is None:
+            score = problem.num_jobs / total
         moved, delta = _best_transfer(problem, best, inverse)
         candidate, candidate_score = best, score
         if moved is not None and delta < 0:
             candidate, candidate_score = moved, problem.num_jobs / (total + delta)
-        changed = (best != problem.current).any(axis=1)
         restored = [_restore(problem, best, j, changed) for j in np.flatnonzero(changed)]
-        restored = [r for r in restored if problem.feasible(r)]
+        restored = [r for r in restored if r is not None and problem.feasible(r)]
         if restored:
             stack = np.array(restored)
             values = problem.objective(stack)

@@ -226,11 +226,11 @@ class MeasuredProfile(ApplicationProfile):
             bsz, step, sync = self._by_placement[key]
             return np.interp(local_bsz, bsz, step), np.interp(local_bsz, bsz, sync)
         nodes = min(len(key), MAX_INTERPOLATED_NODES)
-        points = np.column_stack(
-            np.broadcast_arrays(float(nodes), float(sum(key)), local_bsz.ravel())
-        )
+        # A plan repeats a few batch sizes over many epochs: interpolate each size once.
+        sizes, index = np.unique(local_bsz, return_inverse=True)
+        points = np.column_stack(np.broadcast_arrays(float(nodes), float(sum(key)), sizes))
         step, sync = self._scattered(points)
-        return step.reshape(local_bsz.shape), sync.reshape(local_bsz.shape)
+        return step[index].reshape(local_bsz.shape), sync[index].reshape(local_bsz.shape)
 
     def _scattered(self, points: NDArray) -> tuple[NDArray, NDArray]:
         linear, nearest = self._scattered_interpolators
