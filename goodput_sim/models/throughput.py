@@ -9,6 +9,7 @@ An optimizer step with ``s`` accumulation steps takes ``s * T_acc + T_sync``.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import astuple, dataclass, fields
 
@@ -21,6 +22,7 @@ _INITIAL = np.array([0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001])
 _LOWER = np.array([TINY] * 6 + [1.0])
 _UPPER = np.array([np.inf] * 6 + [10.0])
 _GAMMA_PRIOR, _NET_PRIOR = 1e-3, 1e-2  # regularisation weights of SPEC 3.3
+_SQRT_GAMMA_PRIOR, _SQRT_NET_PRIOR = math.sqrt(_GAMMA_PRIOR), math.sqrt(_NET_PRIOR)
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class _LogFitObjective:
 
     def residuals(self, x: NDArray) -> NDArray:
         theta = self.theta(x)
-        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta
+        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
         t_acc = alpha_c + beta_c * self.local_bsz
         t_net = np.where(
             self.inter,
@@ -125,9 +127,9 @@ class _LogFitObjective:
         out[rows : 2 * rows] = np.log(big) + np.log(total) / gamma
         out[: 2 * rows] = self.scale * (out[: 2 * rows] - self.targets)
         out[2 * rows :] = (
-            np.sqrt(_GAMMA_PRIOR) * (gamma - 1.0),
-            np.sqrt(_NET_PRIOR) * beta_n / alpha_n,
-            np.sqrt(_NET_PRIOR) * beta_r / alpha_r,
+            _SQRT_GAMMA_PRIOR * (gamma - 1.0),
+            _SQRT_NET_PRIOR * beta_n / alpha_n,
+            _SQRT_NET_PRIOR * beta_r / alpha_r,
         )
         return out
 
@@ -135,7 +137,7 @@ class _LogFitObjective:
         if self._last is None or self._last[0] is not x:
             self.residuals(x)
         _, theta, t_acc, t_net, big, u, ug, total = self._last
-        _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = theta
+        _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
         rows, scale, b = self.rows, self.scale, self.local_bsz
         w_acc = (t_acc / big) ** gamma / total  # share of T_acc^g in the gamma-norm
         w_net = (t_net / big) ** gamma / total
@@ -151,8 +153,8 @@ class _LogFitObjective:
         jac[rows : 2 * rows, 5] = jac[rows : 2 * rows, 4] * self.extra
         log_u = np.log(np.maximum(u, 1e-300))
         jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
-        jac[2 * rows, 6] = np.sqrt(_GAMMA_PRIOR)
-        c = np.sqrt(_NET_PRIOR)
+        jac[2 * rows, 6] = _SQRT_GAMMA_PRIOR
+        c = _SQRT_NET_PRIOR
         jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
         jac[2 * rows + 2, 4:6] = (-c * beta_r / alpha_r**2, c / alpha_r)
         return jac[:, self.free]
@@ -165,31 +167,36 @@ def projected_levenberg_marquardt(
     diagonal scaling) on the parameters not held at a bound by the gradient, projected back
     into the box. For 7 parameters this is a few microseconds of linear algebra per step, where
     scipy's bounded trust-region solver spends milliseconds of Python per fit."""
-    x = np.clip(x0, lower, upper)
+    x = np.minimum(np.maximum(x0, lower), upper)
     r = residuals(x)
     cost = float(r @ r)
     damping = 1e-3
     for _ in range(max_iter):
         jac = jacobian(x)
         grad = jac.T @ r
-        at_bound = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
-        move = ~at_bound
-        if not move.any() or np.max(np.abs(grad[move])) < 1e-14:
+        move = ~(((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0)))
+        if not move.all():  # work on the parameters free to move
+            if not move.any():
+                return x, True
+            jac, grad, low, high = jac[:, move], grad[move], lower[move], upper[move]
+        else:
+            low, high = lower, upper
+        if np.abs(grad).max() < 1e-14:
             return x, True
-        hessian = jac[:, move].T @ jac[:, move]
-        diagonal = np.diag(hessian).copy()
+        hessian = jac.T @ jac
+        scaling = np.maximum(hessian.diagonal(), 1e-12)
         while True:
-            system = hessian + damping * np.diag(np.maximum(diagonal, 1e-12))
+            system = hessian + np.diag(damping * scaling)
             try:
-                step = np.linalg.solve(system, -grad[move])
+                step = np.linalg.solve(system, -grad)
             except np.linalg.LinAlgError:
                 damping *= 10.0
                 continue
             trial = x.copy()
-            trial[move] = np.clip(x[move] + step, lower[move], upper[move])
+            trial[move] = np.minimum(np.maximum(x[move] + step, low), high)
             r_trial = residuals(trial)
             cost_trial = float(r_trial @ r_trial)
-            if np.isfinite(cost_trial) and cost_trial < cost:
+            if math.isfinite(cost_trial) and cost_trial < cost:
                 improvement = cost - cost_trial
                 x, r, cost = trial, r_trial, cost_trial
                 damping = max(damping / 3.0, 1e-12)
