@@ -60,10 +60,8 @@ def _best_transfer(problem, best, inverse):
     available = np.where(giver >= 0, best[a, node], free[node])
     # Each candidate moves one GPU, or all available ones where that is more than one.
     several = available > 1
-    giver, receiver, node, a = np.concatenate(
-        [np.stack([giver, receiver, node, a]), np.stack([giver, receiver, node, a])[:, several]],
-        axis=1,
-    )
+    moves = np.stack([giver, receiver, node, a])
+    giver, receiver, node, a = np.concatenate([moves, moves[:, several]], axis=1)
     gives = giver >= 0
     amount = np.concatenate([np.ones(len(available), dtype=np.int64), available[several]])
     if not len(amount):

@@ -148,6 +148,7 @@ class MeasuredProfile(ApplicationProfile):
         self._check_sync(folder / "scalability.csv", scalability, lines)
         self.scalability = scalability
         self.batch_sizes, self.validation = self._read_validation(folder)
+        self._scattered_memo: dict[tuple[int, int, float], NDArray] = {}  # (N, R, b) -> step, sync
         self._by_placement = {
             key: (g["local_bsz"].to_numpy(), g["step_time"].to_numpy(), g["sync_time"].to_numpy())
             for key, g in self.placements.sort_values("local_bsz").groupby("key", sort=False)
@@ -225,12 +226,18 @@ class MeasuredProfile(ApplicationProfile):
         if key in self._by_placement:
             bsz, step, sync = self._by_placement[key]
             return np.interp(local_bsz, bsz, step), np.interp(local_bsz, bsz, sync)
-        nodes = min(len(key), MAX_INTERPOLATED_NODES)
-        # A plan repeats a few batch sizes over many epochs: interpolate each size once.
+        # Scattered interpolation is slow, and plans repeat a few batch sizes over many epochs
+        # and configurations over many rounds: each (nodes, replicas, b) is interpolated once.
+        shape = (min(len(key), MAX_INTERPOLATED_NODES), sum(key))
         sizes, index = np.unique(local_bsz, return_inverse=True)
-        points = np.column_stack(np.broadcast_arrays(float(nodes), float(sum(key)), sizes))
-        step, sync = self._scattered(points)
-        return step[index].reshape(local_bsz.shape), sync[index].reshape(local_bsz.shape)
+        memo = self._scattered_memo
+        missing = [b for b in sizes.tolist() if (*shape, b) not in memo]
+        if missing:
+            points = np.column_stack(np.broadcast_arrays(*map(float, shape), missing))
+            for b, values in zip(missing, np.column_stack(self._scattered(points)), strict=True):
+                memo[(*shape, b)] = values
+        values = np.array([memo[(*shape, b)] for b in sizes.tolist()]).reshape(-1, 2)[index]
+        return values[..., 0].reshape(local_bsz.shape), values[..., 1].reshape(local_bsz.shape)
 
     def _scattered(self, points: NDArray) -> tuple[NDArray, NDArray]:
         linear, nearest = self._scattered_interpolators
