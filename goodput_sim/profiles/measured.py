@@ -51,21 +51,57 @@ def read_table(
     return _read_table_lines(path, columns, positive)[0]
 
 
+class _RowLines:
+    """File line of each data row, found only when an error needs one (blank lines, which the
+    parser skips, must not shift the line numbers that errors report)."""
+
+    def __init__(self, path: Path, rows: int):
+        self.path, self.rows = path, rows
+        self._lines: list[int] | None = None
+
+    def __getitem__(self, row: int) -> int:
+        if self._lines is None:
+            lines = _data_lines(self.path)
+            # e.g. quoted fields spanning lines: fall back to row + 2
+            self._lines = lines if len(lines) == self.rows else list(range(2, self.rows + 2))
+        return self._lines[row]
+
+
+def _read_clean_table(
+    path: Path, columns: tuple[str, ...], positive: tuple[str, ...]
+) -> pd.DataFrame | None:
+    """The table when every check passes, parsed by pandas' C parser; None otherwise (then the
+    slower cell-by-cell reading finds and reports the first problem)."""
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
+        return None
+    if frame.empty or any(
+        c not in frame.columns or frame[c].dtype.kind not in "iuf" for c in columns
+    ):
+        return None
+    out = pd.DataFrame({c: frame[c].to_numpy(dtype=np.float64) for c in columns})
+    values = out.to_numpy()
+    if not np.isfinite(values).all() or any((out[c] <= 0).any() for c in positive):
+        return None
+    return out
+
+
 def _read_table_lines(
     path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
-) -> tuple[pd.DataFrame, list[int]]:
-    """:func:`read_table` plus the file line of every data row (blank lines, which the parser
-    skips, must not shift the line numbers that errors report)."""
+) -> tuple[pd.DataFrame, _RowLines]:
+    """:func:`read_table` plus the file line of every data row."""
     if not path.is_file():
         raise InputError(path, "file is missing")
+    clean = _read_clean_table(path, columns, positive)
+    if clean is not None:
+        return clean, _RowLines(path, len(clean))
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        lines = _data_lines(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         reason = " ".join(str(err).split())  # parser messages may span lines: keep one line
         raise InputError(path, f"not a readable CSV file ({reason})") from None
-    if len(lines) != len(frame):  # e.g. quoted fields spanning lines: fall back to row + 2
-        lines = list(range(2, len(frame) + 2))
+    lines = _RowLines(path, len(frame))
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(
@@ -171,14 +207,14 @@ class MeasuredProfile(ApplicationProfile):
         )
 
     @staticmethod
-    def _check_sync(path: Path, frame: pd.DataFrame, lines: list[int]) -> None:
+    def _check_sync(path: Path, frame: pd.DataFrame, lines: _RowLines) -> None:
         bad = (frame["sync_time"] < 0) | (frame["sync_time"] > frame["step_time"])
         if bad.any():
             row = int(np.argmax(bad.to_numpy()))
             raise InputError(path, "sync_time must lie in [0, step_time]", where=lines[row])
 
     @staticmethod
-    def _with_placement_columns(path: Path, frame: pd.DataFrame, lines: list[int]) -> pd.DataFrame:
+    def _with_placement_columns(path: Path, frame: pd.DataFrame, lines: _RowLines) -> pd.DataFrame:
         digits = []
         for row, value in enumerate(frame["placement"]):
             text = str(int(value))
