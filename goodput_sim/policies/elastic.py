@@ -92,10 +92,12 @@ class ElasticPolicy(Policy):
             cached["table"] = ((belief, cap), values)
         if cached.get("base", (None,))[0] != (belief, fair):
             nodes = packed_nodes(fair, cluster.gpus_per_node)
-            cached["base"] = (
-                (belief, fair),
-                model.optimize(nodes, fair, self.statistical).goodput[0],
-            )
+            table = cached["table"][1]
+            if fair < table.shape[1]:  # the table has it (its row 2 stands for any multi-node)
+                base = table[min(nodes, 2), fair]
+            else:
+                base = model.optimize(nodes, fair, self.statistical).goodput[0]
+            cached["base"] = ((belief, fair), base)
         if cached.get("speedup", (None,))[0] != (belief, cap, fair):
             cached["speedup"] = ((belief, cap, fair), cached["table"][1] / cached["base"][1])
         return cached["speedup"][1]

@@ -142,8 +142,8 @@ def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) 
     """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2).
 
     ``table`` is (keys x epochs) or (keys x epochs x k); trailing axes are carried through."""
-    if np.ndim(key) == 0 and np.ndim(row) == 0:  # one lookup per job and round: skip array work
-        return _interp_row(keys, table, float(key), int(row))
+    if np.ndim(key) == 0:  # one batch size (per job and round, or per plan): scalar weights
+        return _interp_at(keys, table, float(key), row)
     key = np.clip(np.asarray(key, dtype=np.float64), keys[0], keys[-1])
     row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
     # ``key`` lies within the keys, so both searches land inside the table.
@@ -155,10 +155,14 @@ def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) 
     return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
 
 
-def _interp_row(keys: NDArray, table: NDArray, key: float, row: int) -> NDArray:
-    """:func:`_interp_rows` for one (key, row) pair."""
+def _interp_at(keys: NDArray, table: NDArray, key: float, row: ArrayLike) -> NDArray:
+    """:func:`_interp_rows` for one key."""
     key = min(max(key, keys[0]), keys[-1])
-    row = min(max(row, 0), table.shape[1] - 1)
+    last = table.shape[1] - 1
+    if np.ndim(row):
+        row = np.clip(np.asarray(row, dtype=np.int64), 0, last)
+    else:
+        row = min(max(int(row), 0), last)
     hi = bisect.bisect_left(keys, key)
     lo = bisect.bisect_right(keys, key) - 1
     span = keys[hi] - keys[lo]
