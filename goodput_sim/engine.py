@@ -283,34 +283,53 @@ class Simulation:
             plan = job.plan
             thresholds = job.profile.progress_thresholds
             k0 = job.epoch - plan.first_epoch
-            rates = plan.rate[k0:]
-            segments = np.diff(thresholds[job.epoch :])
-            segments[0] = thresholds[job.epoch + 1] - job.progress
-            durations = segments / rates
-            cumulative = np.cumsum(durations)
             available = end - t
-            crossed = int(np.searchsorted(cumulative, available, side="right"))
-            self._observe(job, plan, k0, min(crossed + 1, len(rates)))
-            samples = plan.samples[k0:]
-            job.examples += float(durations[:crossed] @ samples[:crossed])
-            if crossed >= len(rates):  # finishes inside this interval
-                stop = t + float(cumulative[-1])
-                job.finish_time = stop
-                job.epoch = job.profile.limits.max_epochs
-                job.progress = float(thresholds[-1])
-            else:
-                spent = float(cumulative[crossed - 1]) if crossed else 0.0
-                if crossed:
-                    job.epoch += crossed
-                    job.progress = float(thresholds[job.epoch])
-                job.progress += float(rates[crossed]) * (available - spent)
-                job.examples += float(samples[crossed]) * (available - spent)
-                job.local_bsz = int(plan.local_bsz[k0 + crossed])
-                job.accum_steps = int(plan.accum_steps[k0 + crossed])
+            rate = plan.rate[k0]
+            if (thresholds[job.epoch + 1] - job.progress) / rate > available:
+                # The common case, no epoch boundary in this interval: scalar arithmetic.
+                self._observe(job, plan, k0, 1)
+                job.progress += float(rate) * available
+                job.examples += float(plan.samples[k0]) * available
+                job.local_bsz = int(plan.local_bsz[k0])
+                job.accum_steps = int(plan.accum_steps[k0])
                 job.last_batch = job.total_batch
+            else:
+                finish = self._cross_epochs(job, plan, k0, t, available)
+                stop = end if finish is None else finish
         job.gpu_seconds += job.replicas * (stop - start)
         job.train_seconds += max(stop - t, 0.0)
         job.train_gpu_seconds += job.replicas * max(stop - t, 0.0)
+
+    def _cross_epochs(
+        self, job: Job, plan: _Plan, k0: int, t: float, available: float
+    ) -> float | None:
+        """Advance a job whose interval from ``t`` (``available`` seconds) crosses epoch
+        boundaries, epoch by epoch at the plan's rates; returns its finish time if it ends."""
+        thresholds = job.profile.progress_thresholds
+        rates = plan.rate[k0:]
+        segments = np.diff(thresholds[job.epoch :])
+        segments[0] = thresholds[job.epoch + 1] - job.progress
+        durations = segments / rates
+        cumulative = np.cumsum(durations)
+        crossed = int(np.searchsorted(cumulative, available, side="right"))
+        self._observe(job, plan, k0, min(crossed + 1, len(rates)))
+        samples = plan.samples[k0:]
+        job.examples += float(durations[:crossed] @ samples[:crossed])
+        if crossed >= len(rates):  # finishes inside this interval
+            job.finish_time = t + float(cumulative[-1])
+            job.epoch = job.profile.limits.max_epochs
+            job.progress = float(thresholds[-1])
+            return job.finish_time
+        spent = float(cumulative[crossed - 1]) if crossed else 0.0
+        if crossed:
+            job.epoch += crossed
+            job.progress = float(thresholds[job.epoch])
+        job.progress += float(rates[crossed]) * (available - spent)
+        job.examples += float(samples[crossed]) * (available - spent)
+        job.local_bsz = int(plan.local_bsz[k0 + crossed])
+        job.accum_steps = int(plan.accum_steps[k0 + crossed])
+        job.last_batch = job.total_batch
+        return None
 
     @staticmethod
     def _observe(job: Job, plan: _Plan, first: int, count: int) -> None:
