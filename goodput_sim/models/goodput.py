@@ -16,6 +16,7 @@ from goodput_sim.models.throughput import ThroughputParams, step_times
 from goodput_sim.profiles.base import Limits
 
 CANDIDATES = 50  # geometrically spaced total-batch candidates per allocation (SPEC 4.2)
+_FRACTIONS = np.linspace(0.0, 1.0, CANDIDATES)[None, :]
 _EPS = 1e-8
 
 
@@ -134,7 +135,7 @@ def candidate_configs(
     """(b, s) grids for ``count`` total batches from max(M0, b_min*R) to the maximum, geometric."""
     r = replicas[:, None]
     low = np.maximum(init_batch, min_local * replicas)
-    fraction = np.linspace(0.0, 1.0, count)[None, :]
+    fraction = _FRACTIONS if count == CANDIDATES else np.linspace(0.0, 1.0, count)[None, :]
     total = low[:, None] * (max_batch / low[:, None]) ** fraction
     local = total / r
     accum = np.ceil(local / max_local - _EPS) - 1

@@ -110,22 +110,22 @@ def _best_transfer(problem, best, inverse):
     return out, float(delta[top])
 
 
-def _restore(problem: AllocationProblem, allocation, job: int, changed) -> NDArray[np.int64] | None:
-    """``allocation`` with ``job`` back on its current row, taking the GPUs it needs from other
-    jobs that are moving anyway (lowest priority first); None if that is not enough."""
-    out = allocation.copy()
-    out[job] = problem.current[job]
-    over = out.sum(axis=0) - problem.gpus_per_node
-    donors = np.flatnonzero(changed)[::-1]
-    for node in np.flatnonzero(over > 0):
-        for other in donors:
-            if other != job and over[node] > 0:
-                take = min(int(out[other, node]), int(over[node]))
-                out[other, node] -= take
-                over[node] -= take
-        if over[node] > 0:
-            return None
-    return out
+def _restorations(problem: AllocationProblem, allocation, changed) -> NDArray[np.int64]:
+    """For each job whose row changed (in job order), ``allocation`` with that job back on its
+    current row, taking the GPUs it needs from the other changed jobs (lowest priority first);
+    only those that fit and are feasible, as a (candidates x jobs x nodes) stack."""
+    moved = np.flatnonzero(changed)
+    out = np.repeat(allocation[None], len(moved), axis=0)
+    out[np.arange(len(moved)), moved] = problem.current[moved]
+    over = np.maximum(out.sum(axis=1) - problem.gpus_per_node, 0)  # (candidates x nodes)
+    donors = moved[::-1]
+    held = out[:, donors, :] * (donors[None, :] != moved[:, None])[:, :, None]
+    # Each donor in turn gives what is still missing on each node, up to what it holds.
+    take = np.minimum(held, np.maximum(over[:, None, :] - (np.cumsum(held, axis=1) - held), 0))
+    out[:, donors, :] -= take
+    fits = (take.sum(axis=1) >= over).all(axis=1)
+    out = out[fits]
+    return out[problem.feasible_each(out)]
 
 
 def local_search(
@@ -147,10 +147,8 @@ def local_search(
         candidate, candidate_score = best, score
         if moved is not None and delta < 0:
             candidate, candidate_score = moved, problem.num_jobs / (total + delta)
-        restored = [_restore(problem, best, j, changed) for j in np.flatnonzero(changed)]
-        restored = [r for r in restored if r is not None and problem.feasible(r)]
-        if restored:
-            stack = np.array(restored)
+        stack = _restorations(problem, best, changed) if changed.any() else ()
+        if len(stack):
             values = problem.objective(stack)
             top = int(np.argmax(values))
             if values[top] > candidate_score:

@@ -77,13 +77,16 @@ class AllocationProblem:
 
     def feasible(self, allocation: NDArray[np.int64]) -> bool:
         """Capacity, caps and interference avoidance (at most one distributed job per node)."""
-        if (allocation.sum(axis=0) > self.gpus_per_node).any() or (allocation < 0).any():
-            return False
-        if (allocation.sum(axis=1) > self.caps).any():
-            return False
-        used = allocation > 0
-        distributed = used.sum(axis=1) > 1
-        return bool(((used & distributed[:, None]).sum(axis=0) <= 1).all())
+        return bool(self.feasible_each(allocation[None])[0])
+
+    def feasible_each(self, population: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """:meth:`feasible` for each allocation of a (pop x jobs x nodes) population."""
+        ok = (population.sum(axis=1) <= self.gpus_per_node).all(axis=1)
+        ok &= (population >= 0).all(axis=(1, 2))
+        ok &= (population.sum(axis=2) <= self.caps).all(axis=1)
+        used = population > 0
+        distributed = used.sum(axis=2) > 1
+        return ok & ((used & distributed[:, :, None]).sum(axis=1) <= 1).all(axis=1)
 
 
 def speedup_table(speedup: SpeedupFn, cap: int, num_nodes: int, gpus_per_node: int) -> NDArray:
