@@ -57,7 +57,7 @@ def _best_transfer(problem, best, inverse):
     receiver = np.concatenate([add_b, take_b[other]])
     node = np.concatenate([add_n, give_n[other]])
     a = np.maximum(giver, 0)
-    available = np.where(giver >= 0, best[a, node], free[node])
+    available = np.where(giver >= 0, best.ravel()[a * best.shape[1] + node], free[node])
     # Each candidate moves one GPU, or all available ones where that is more than one.
     several = available > 1
     moves = np.stack([giver, receiver, node, a])
@@ -67,32 +67,30 @@ def _best_transfer(problem, best, inverse):
     if not len(amount):
         return None, 0.0
     b = receiver
+    # Per-cell values are read through flat indices (much cheaper than 2-D fancy indexing).
+    nodes = best.shape[1]
+    cell_b, cell_a = b * nodes + node, a * nodes + node
+    used_flat, best_flat, current_flat = used.ravel(), best.ravel(), current.ravel()
     # Receiver after the move.
-    had = used[b, node]
+    had = used_flat[cell_b]
+    held_b, current_b = best_flat[cell_b], current_flat[cell_b]
     count_b = count[b] + ~had
     dist_b = count_b > 1
-    differ_b = (
-        differ[b]
-        - (best[b, node] != current[b, node])
-        + (best[b, node] + amount != current[b, node])
-    )
+    differ_b = differ[b] - (held_b != current_b) + (held_b + amount != current_b)
     # Giver after the move (ignored where the GPUs come from the free pool).
-    leaves = gives & (amount == best[a, node])
+    held_a, current_a = best_flat[cell_a], current_flat[cell_a]
+    leaves = gives & (amount == held_a)
     count_a = count[a] - leaves
     dist_a = count_a > 1
-    differ_a = (
-        differ[a]
-        - (best[a, node] != current[a, node])
-        + (best[a, node] - amount != current[a, node])
-    )
+    differ_a = differ[a] - (held_a != current_a) + (held_a - amount != current_a)
     # Interference avoidance: at most one distributed job on the move's node, and on the
     # receiver's home node if the receiver becomes distributed.
     on_node = crowd[node] - (distributed[b] & had) + dist_b
-    on_node = on_node - np.where(gives, distributed[a] & used[a, node], 0)
+    on_node = on_node - np.where(gives, distributed[a] & used_flat[cell_a], 0)
     on_node = on_node + np.where(gives, dist_a & ~leaves, 0)
     newly = dist_b & ~distributed[b]
     home_b = home[b]
-    a_leaves_home = gives & used[a, home_b] & distributed[a] & ~dist_a
+    a_leaves_home = gives & used_flat[a * nodes + home_b] & distributed[a] & ~dist_a
     on_home = crowd[home_b] + 1 - a_leaves_home
     ok = (on_node <= 1) & (~newly | (on_home <= 1))
     ok &= replicas[b] + amount <= problem.caps[b]

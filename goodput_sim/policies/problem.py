@@ -54,9 +54,12 @@ class AllocationProblem:
         """Scaled values of ``jobs`` at (replicas, nodes used), penalised where ``changed``;
         the arguments broadcast together."""
         table = self.table
-        r = np.minimum(replicas, table.shape[2] - 1)
-        n = np.minimum(nodes, table.shape[1] - 1)
-        value = np.where(replicas <= self.caps[jobs], table[jobs, n, r], 0.0)
+        _, rows, width = table.shape
+        r = np.minimum(replicas, width - 1)
+        n = np.minimum(nodes, rows - 1)
+        value = np.where(
+            replicas <= self.caps[jobs], table.ravel()[(jobs * rows + n) * width + r], 0.0
+        )
         return value / self.gpus_per_node * np.where(changed, self.penalties[jobs], 1.0)
 
     def values(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
