@@ -19,7 +19,7 @@ import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec, interference_flags, placement_of
+from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.jobs import Job, JobBelief, JobSpec
 from goodput_sim.models.efficiency import gain
@@ -249,7 +249,7 @@ class Simulation:
         slowdown = job.slowdown
         # Batch choices depend on the fitted parameters, not on the latest gradient statistics
         # (each upcoming epoch's statistics are passed explicitly), so refits invalidate plans.
-        key = (tuple(job.allocation), job.belief.fits, slowdown)
+        key = (job.belief.fits, slowdown)  # a reallocation drops the plan
         if job.plan is not None and job.plan.key == key:
             return
         profile = job.profile
@@ -257,7 +257,7 @@ class Simulation:
         batch = job.total_batch or profile.limits.init_batch_size
         sqr, var = profile.grad_stats(batch, epochs)
         local_bsz, accum = self.policy.batch_configs(view, nodes, replicas, sqr, var)
-        step, sync = profile.step_sync(placement_of(job.allocation), local_bsz)
+        step, sync = profile.step_sync(job.placement, local_bsz)
         total = replicas * local_bsz * (accum + 1)
         true_sqr, true_var = profile.grad_stats(total, epochs)
         m0 = profile.limits.init_batch_size
@@ -353,7 +353,7 @@ class Simulation:
                 "queued": len(active) - len(running),
                 "gpus_in_use": int(sum(j.replicas for j in running)),
                 "allocations": ";".join(
-                    f"{j.name}={'.'.join(map(str, placement_of(j.allocation)))}@{j.total_batch}"
+                    f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}"
                     for j in running
                 ),
             }

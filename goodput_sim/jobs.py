@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.cluster import placement_of
 from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.profiles.base import ApplicationProfile, Limits
@@ -126,6 +127,7 @@ class Job:
     allocation: NDArray[np.int64] = field(init=False)
     replicas: int = field(init=False)  # GPUs in use, derived from allocation by assign()
     nodes_used: int = field(init=False)
+    placement: tuple[int, ...] = field(init=False)  # GPUs on each used node, derived too
     progress: float = 0.0
     epoch: int = 0
     local_bsz: int = 0
@@ -156,6 +158,7 @@ class Job:
         self.allocation.flags.writeable = False
         self.replicas = int(self.allocation.sum())
         self.nodes_used = int(np.count_nonzero(self.allocation))
+        self.placement = placement_of(self.allocation)
 
     @property
     def finished(self) -> bool:

@@ -144,6 +144,9 @@ def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) 
     ``table`` is (keys x epochs) or (keys x epochs x k); trailing axes are carried through."""
     if np.ndim(key) == 0:  # one batch size (per job and round, or per plan): scalar weights
         return _interp_at(keys, table, float(key), row)
+    key = np.asarray(key, dtype=np.float64)
+    if key.shape == np.shape(row) and key.size and (key == key.flat[0]).all():
+        return _interp_at(keys, table, float(key.flat[0]), row)  # e.g. a fixed batch per epoch
     key = np.clip(np.asarray(key, dtype=np.float64), keys[0], keys[-1])
     row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
     # ``key`` lies within the keys, so both searches land inside the table.
