@@ -14,6 +14,8 @@ from goodput_sim import api
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
+from goodput_sim.jobs import JobBelief, _fitted_params
+from goodput_sim.models.throughput import ThroughputModel
 from goodput_sim.policies import base as policy_base
 from goodput_sim.policies import get_policy, policy_names, register
 from goodput_sim.policies.base import Policy
@@ -311,6 +313,29 @@ def test_beliefs_start_unprofiled_and_are_refitted(profiles, registered):
         assert not belief.oracle
         assert belief.fits > 0 and belief.params is not None  # refitted from what it ran
         assert belief.observations
+
+
+def test_identical_observation_histories_share_one_fit(profiles):
+    """Jobs of one application that ran the same configurations get the same parameters, the
+    second from the fit memo, which equals a fresh fit from the same warm start."""
+    limits = profiles["cifar10"].limits
+    history = [(1, 1, 128.0, 0.10, 0.10), (1, 2, 128.0, 0.10, 0.12), (2, 4, 128.0, 0.10, 0.16)]
+    first, second = JobBelief(limits), JobBelief(limits)
+    hits = _fitted_params.cache_info().hits
+    for nodes, replicas, b, step, sync in history:
+        for belief in (first, second):
+            belief.observe(nodes, replicas, b, step, sync)
+            belief.refresh()
+    assert first.params == second.params
+    assert _fitted_params.cache_info().hits >= hits + len(history)
+    warm = JobBelief(limits)
+    for nodes, replicas, b, step, sync in history[:2]:
+        warm.observe(nodes, replicas, b, step, sync)
+        warm.refresh()
+    keys = np.array(list(first.observations), dtype=float)
+    times = np.array(list(first.observations.values()))
+    fresh = ThroughputModel(warm_start=warm.params).fit(*keys.T, *times.T).params_
+    assert fresh == first.params
 
 
 def test_policies_without_oracle_never_see_truth(profiles, registered):

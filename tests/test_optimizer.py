@@ -12,7 +12,8 @@ from goodput_sim.api import bundled_workload
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.policies.elastic import RecordingGoodput, sample_rounds
 from goodput_sim.policies.genetic import solve_genetic
-from goodput_sim.policies.greedy import solve_greedy
+from goodput_sim.policies.greedy import greedy_counts, solve_greedy
+from goodput_sim.policies.local_search import _restorations
 from goodput_sim.policies.problem import AllocationProblem
 from goodput_sim.profiles import load_profiles
 from goodput_sim.workload import load_workload
@@ -57,6 +58,64 @@ def test_optimiser_matches_reference_sized_genetic_search(recorded):
     # these bounds catch regressions without claiming more than is achieved.
     assert np.mean(ratios) >= 0.999, [round(r, 5) for r in ratios]
     assert min(ratios) >= 0.99, [round(r, 5) for r in ratios]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_whole_node_greedy_resumes_where_it_departs(seed):
+    """The whole-node greedy run, resumed from where the free run first lands on a ruled-out
+    count, gives exactly the counts of running it from scratch."""
+    rng = np.random.default_rng(seed)
+    jobs, width = rng.integers(1, 8), 33
+    value = np.cumsum(rng.uniform(0.0, 1.0, (jobs, width)) ** 2, axis=1) / 8
+    value[rng.random((jobs, width)) < 0.1] *= 1.5  # kept rows and other bumps
+    cost = 1.0 / (value + 1e-3)
+    cost[:, 0] = 1.0 / 1e-3
+    caps = rng.integers(4, width, jobs)
+    cost[np.arange(width)[None, :] > caps[:, None]] = np.inf
+    r = np.arange(width)[None, :]
+    whole = np.where((r > 4) & (r % 4 != 0), np.inf, cost)
+    total = int(rng.integers(8, 64))
+    counts, diverged = greedy_counts(cost, total, watch=whole != cost)
+    scratch, _ = greedy_counts(whole, total)
+    if diverged is None:
+        np.testing.assert_array_equal(scratch, counts)
+    else:
+        np.testing.assert_array_equal(greedy_counts(whole, total, counts=diverged)[0], scratch)
+
+
+def _restorations_by_loop(problem, allocation, changed) -> list:
+    """The plain loop :func:`_restorations` vectorises."""
+    out = []
+    for job in np.flatnonzero(changed):
+        restored = allocation.copy()
+        restored[job] = problem.current[job]
+        over = restored.sum(axis=0) - problem.gpus_per_node
+        for node in np.flatnonzero(over > 0):
+            for other in np.flatnonzero(changed)[::-1]:
+                if other != job and over[node] > 0:
+                    take = min(restored[other, node], over[node])
+                    restored[other, node] -= take
+                    over[node] -= take
+        if (over <= 0).all() and problem.feasible(restored):
+            out.append(restored)
+    return out
+
+
+def test_restorations_match_the_plain_loop(recorded):
+    rng = np.random.default_rng(0)
+    checked = 0
+    for problem, _ in recorded:
+        for _shuffle in range(5):  # shuffled allocations: many changed rows, over-full nodes
+            allocation = problem.current.copy()
+            rng.shuffle(allocation, axis=0)
+            changed = (allocation != problem.current).any(axis=1)
+            expected = _restorations_by_loop(problem, allocation, changed)
+            got = _restorations(problem, allocation, changed)
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected, strict=True):
+                np.testing.assert_array_equal(a, b)
+            checked += len(expected)
+    assert checked > 0
 
 
 def _save_rounds(recorded, path: Path) -> None:

@@ -13,6 +13,7 @@ from goodput_sim.models.throughput import (
     TINY,
     ThroughputModel,
     ThroughputParams,
+    _LogFitObjective,
     network_time,
     step_times,
     throughput,
@@ -178,6 +179,27 @@ def test_warm_start_reaches_the_same_fit():
     qn, qr, qb = np.array([1, 3, 16]), np.array([3, 12, 64]), np.array([50, 100, 200])
     np.testing.assert_allclose(warm.predict(qn, qr, qb), cold.predict(qn, qr, qb), rtol=1e-3)
     np.testing.assert_allclose(cold.predict(qn, qr, qb), step_times(true, qn, qr, qb)[2], rtol=0.01)
+
+
+@pytest.mark.parametrize("free", [np.ones(7, dtype=bool), np.array([1, 1, 0, 0, 1, 1, 1], bool)])
+def test_fit_jacobian_matches_finite_differences(free):
+    """The solver's exact Jacobian, including with frozen parameters, against central
+    differences of the residuals."""
+    nodes = np.array([1.0, 1, 1, 2, 2, 4])
+    replicas = np.array([1.0, 2, 4, 8, 4, 16])
+    b = np.array([32.0, 64, 128, 64, 32, 128])
+    acc, sync, _ = step_times(PARAMS, nodes, replicas, b)
+    full = np.array([0.03, 0.0004, 0.08, 0.002, 0.02, 0.0003, 1.3])
+    objective = _LogFitObjective(nodes, replicas, b, np.log(acc) + 0.01, np.log(sync), full, free)
+    x = full[free]
+    numeric = np.empty((2 * len(b) + 3, len(x)))
+    for k in range(len(x)):
+        step = 1e-6 * x[k]
+        up, down = x.copy(), x.copy()
+        up[k] += step
+        down[k] -= step
+        numeric[:, k] = (objective.residuals(up) - objective.residuals(down)) / (2 * step)
+    np.testing.assert_allclose(objective.jacobian(x.copy()), numeric, rtol=1e-5, atol=1e-6)
 
 
 def test_predict_before_fit_raises():
