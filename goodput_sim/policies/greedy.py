@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -53,41 +55,53 @@ def greedy_counts(
     watch: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
     """GPU count per job: from ``counts`` (default none), repeatedly the move with the largest
-    cost drop per GPU added. Also returns the counts just before the first move onto an entry
-    of the ``watch`` mask (None if there is none): another cost table that differs from ``cost``
-    only on watched entries makes the same moves up to there, so its run can resume from them.
+    cost drop per GPU added (ties to the lowest job, then the fewest GPUs). Also returns the
+    counts just before the first move onto an entry of the ``watch`` mask (None if there is
+    none): another cost table that differs from ``cost`` only on watched entries makes the same
+    moves up to there, so its run can resume from them.
 
-    The (jobs x counts) table of drops per GPU changes only in the moved job's row, so each
-    step updates one row. Moves that no longer fit in the free GPUs are masked lazily, only when
-    the best move is one of them: free GPUs only shrink, so a masked move never comes back.
+    Each job's best move is kept in a heap; a move changes only the moved job's best, and free
+    GPUs only shrink, so a best move that no longer fits is replaced when it reaches the top.
     """
     jobs, width = cost.shape
     grid = np.arange(width)
-    counts = np.zeros(jobs, dtype=np.int64) if counts is None else counts.copy()
-    free = total_gpus - int(counts.sum())
+    now = [0] * jobs if counts is None else [int(c) for c in counts]
+    free = total_gpus - sum(now)
     diverged = None
+
+    def best_move(j: int, limit: int) -> tuple[float, int, int] | None:
+        """(-drop per GPU, job, target) of job ``j``'s best move adding at most ``limit``."""
+        start, stop = now[j], min(width, now[j] + limit + 1)
+        if stop <= start + 1:
+            return None
+        drops = (cost[j, start] - cost[j, start + 1 : stop]) / grid[1 : stop - start]
+        k = int(drops.argmax())
+        return (-float(drops[k]), j, start + 1 + k) if drops[k] > -np.inf else None
+
     with np.errstate(invalid="ignore", divide="ignore"):
-        steps = grid[None, :] - counts[:, None]
-        drop = (cost[np.arange(jobs), counts][:, None] - cost) / np.maximum(steps, 1)
-        drop[(steps <= 0) | ~np.isfinite(drop)] = -np.inf
-        while free > 0 and jobs:
-            j, target = divmod(int(drop.argmax()), width)
-            if target - counts[j] > free:  # the best move no longer fits: mask all that don't
-                drop[grid[None, :] - counts[:, None] > free] = -np.inf
-                j, target = divmod(int(drop.argmax()), width)
-            if not drop[j, target] > 1e-12:
+        heap = [move for j in range(jobs) if (move := best_move(j, width)) is not None]
+        heapq.heapify(heap)
+        while free > 0 and heap:
+            negative_drop, j, target = heap[0]
+            if target - now[j] > free:
+                move = best_move(j, free)
+                if move is None:
+                    heapq.heappop(heap)
+                else:
+                    heapq.heapreplace(heap, move)
+                continue
+            if not -negative_drop > 1e-12:
                 break
             if diverged is None and watch is not None and watch[j, target]:
-                diverged = counts.copy()
-            free -= target - int(counts[j])
-            counts[j] = target
-            # From ``target`` only larger counts are moves; ``cost[j, target]`` is finite, so
-            # unreachable counts (infinite cost) get a drop of -inf.
-            drop[j, : target + 1] = -np.inf
-            drop[j, target + 1 :] = (cost[j, target] - cost[j, target + 1 :]) / grid[
-                1 : width - target
-            ]
-    return counts, diverged
+                diverged = np.array(now, dtype=np.int64)
+            free -= target - now[j]
+            now[j] = target
+            move = best_move(j, width)
+            if move is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, move)
+    return np.array(now, dtype=np.int64), diverged
 
 
 def place(
