@@ -12,9 +12,13 @@ base goodput packs the fair share onto ceil(fair_R / GPUs-per-node) nodes instea
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.policies.base import (
     Decision,
     JobView,
@@ -83,11 +87,10 @@ class ElasticPolicy(Policy):
         belief = job.belief.version if self.statistical else job.belief.fits
         cached = self._tables[job.name]
         if cached.get("table", (None,))[0] != (belief, cap):
-            values = speedup_table(
-                lambda n, r: model.optimize(n, r, self.statistical).goodput,
-                cap,
-                cluster.nodes,
-                cluster.gpus_per_node,
+            if not self.statistical:  # gradient statistics do not matter: share more tables
+                model = dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
+            values = _goodput_table(
+                model, self.statistical, cap, cluster.nodes, cluster.gpus_per_node
             )
             cached["table"] = ((belief, cap), values)
         if cached.get("base", (None,))[0] != (belief, fair):
@@ -123,6 +126,20 @@ class ElasticPolicy(Policy):
             "restart_penalty": self.restart_penalty,
             "optimizer": "greedy",
         }
+
+
+@functools.lru_cache(maxsize=4096)
+def _goodput_table(
+    model: GoodputModel, statistical: bool, cap: int, nodes: int, gpus_per_node: int
+) -> NDArray:
+    """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only). Memoised:
+    jobs of one application that ran the same configurations share fitted parameters (see
+    :func:`goodput_sim.jobs._fitted_params`), and so their tables."""
+    table = speedup_table(
+        lambda n, r: model.optimize(n, r, statistical).goodput, cap, nodes, gpus_per_node
+    )
+    table.flags.writeable = False
+    return table
 
 
 @register("pollux")
