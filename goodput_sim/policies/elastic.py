@@ -113,8 +113,9 @@ class ElasticPolicy(Policy):
             return fixed_configs(lim, total, replicas, np.shape(grad_sqr))
         size = np.shape(grad_sqr)
         if not self.statistical:  # gradient statistics do not matter: one choice for all epochs
-            choice = model.optimize(nodes, replicas, statistical=False)
-            return np.full(size, choice.local_bsz[0]), np.full(size, choice.accum_steps[0])
+            neutral = dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
+            local_bsz, accum_steps = _fastest_config(neutral, nodes, replicas)
+            return np.full(size, local_bsz), np.full(size, accum_steps)
         choice = model.optimize(
             np.full(size, nodes), np.full(size, replicas), True, grad_sqr, grad_var
         )
@@ -140,6 +141,14 @@ def _goodput_table(
     )
     table.flags.writeable = False
     return table
+
+
+@functools.lru_cache(maxsize=4096)
+def _fastest_config(model: GoodputModel, nodes: int, replicas: int) -> tuple[float, float]:
+    """(per-GPU batch, accumulation steps) with the most examples per second; memoised like
+    :func:`_goodput_table`."""
+    choice = model.optimize(nodes, replicas, statistical=False)
+    return float(choice.local_bsz[0]), float(choice.accum_steps[0])
 
 
 @register("pollux")
