@@ -43,7 +43,7 @@ class AllocationProblem:
     @cached_property
     def table(self) -> NDArray[np.float64]:
         """The speedup tables stacked into one (jobs x 3 x largest cap + 1) array, zero-padded,
-        so values of many allocations are one fancy-indexing operation."""
+        so values of many allocations are one indexing operation."""
         width = max((t.shape[1] for t in self.speedup_tables), default=1)
         table = np.zeros((self.num_jobs, 3, width))
         for j, t in enumerate(self.speedup_tables):
