@@ -353,8 +353,7 @@ class Simulation:
                 "queued": len(active) - len(running),
                 "gpus_in_use": int(sum(j.replicas for j in running)),
                 "allocations": ";".join(
-                    f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}"
-                    for j in running
+                    f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}" for j in running
                 ),
             }
         )
