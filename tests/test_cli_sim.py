@@ -205,19 +205,11 @@ def test_unknown_policy(small_csv, tmp_path):
     assert "sjf" in message
 
 
-def _run_on_cluster(small_csv, cluster, tmp_path) -> str:
-    """The one-line error of `run --policy fifo` on ``cluster``."""
+def _fifo_run_error(small_csv, tmp_path, *options) -> str:
+    """The one-line error of `run --policy fifo` on ``small_csv`` with extra ``options``."""
     return _one_line_error(
         invoke(
-            "run",
-            "--policy",
-            "fifo",
-            "--workload",
-            small_csv,
-            "--cluster",
-            cluster,
-            "--out",
-            tmp_path / "out",
+            "run", "--policy", "fifo", "--workload", small_csv, *options, "--out", tmp_path / "out"
         )
     )
 
@@ -225,7 +217,7 @@ def _run_on_cluster(small_csv, cluster, tmp_path) -> str:
 def test_malformed_cluster_yaml(small_csv, tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("nodes: 2\ngpus_per_node: [4\n")
-    message = _run_on_cluster(small_csv, cluster, tmp_path)
+    message = _fifo_run_error(small_csv, tmp_path, "--cluster", cluster)
     assert "cluster.yaml" in message and "malformed YAML" in message
     assert re.search(r"line \d+", message)
 
@@ -233,7 +225,7 @@ def test_malformed_cluster_yaml(small_csv, tmp_path):
 def test_cluster_yaml_with_bad_value(small_csv, tmp_path):
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("nodes: 0\ngpus_per_node: 4\n")
-    message = _run_on_cluster(small_csv, cluster, tmp_path)
+    message = _fifo_run_error(small_csv, tmp_path, "--cluster", cluster)
     assert "cluster.yaml" in message and "nodes" in message
 
 
@@ -253,19 +245,7 @@ def test_cluster_yaml_is_used(small_csv, tmp_path):
     ("option", "value"), [("--interval", "0"), ("--interference", "1.5"), ("--horizon", "-1")]
 )
 def test_bad_engine_option(option, value, small_csv, tmp_path):
-    message = _one_line_error(
-        invoke(
-            "run",
-            "--policy",
-            "fifo",
-            "--workload",
-            small_csv,
-            option,
-            value,
-            "--out",
-            tmp_path / "out",
-        )
-    )
+    message = _fifo_run_error(small_csv, tmp_path, option, value)
     assert option in message
 
 
