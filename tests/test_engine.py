@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from round_records import allocation_entries
 
 from goodput_sim import api
 from goodput_sim.cluster import ClusterSpec
@@ -74,9 +75,7 @@ def held_gpu_seconds(rounds: pd.DataFrame, jobs: pd.DataFrame, end: float) -> di
     held = dict.fromkeys(jobs["name"], 0.0)
     for i, (now, text) in enumerate(zip(times, rounds["allocations"], strict=True)):
         until = times[i + 1] if i + 1 < len(times) else end
-        for entry in filter(None, str(text).split(";")):
-            name, rest = entry.split("=")
-            gpus = sum(int(g) for g in rest.split("@")[0].split("."))
+        for name, gpus, _ in allocation_entries(text):
             held[name] += gpus * max(min(until, finish[name]) - now, 0.0)
     return held
 

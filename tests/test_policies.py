@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from round_records import allocation_entries
 
 from goodput_sim import api
 from goodput_sim.cluster import ClusterSpec
@@ -216,13 +217,11 @@ def test_tiresias_gangs_in_the_engine(profiles):
     spec = wl.set_index("name")
     seen = set()
     for text in result.rounds["allocations"]:
-        for entry in filter(None, text.split(";")):
-            name, rest = entry.split("=")
-            gpus = sum(int(g) for g in rest.split("@")[0].split("."))
+        for name, gpus, batch in allocation_entries(text):
             job = spec.loc[name]
             assert gpus == job["num_replicas"]  # exactly the requested GPUs, never fewer
             lim = profiles[job["application"]].limits
-            assert int(rest.split("@")[1]) == fixed_total_batch(job["batch_size"], gpus, lim)
+            assert batch == fixed_total_batch(job["batch_size"], gpus, lim)
             seen.add(name)
     assert seen == set(wl["name"])
 
