@@ -75,11 +75,12 @@ class ElasticPolicy(Policy):
         )
 
     def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
-        """Speedups of ``job`` relative to its value at a fair share, cached per job.
+        """Speedups of ``job`` relative to its value at a fair share.
 
-        The goodput table and the fair-share base are cached apart, keyed by what each depends
-        on: the belief (fitted parameters, plus gradient statistics when ``statistical``) and
-        the cap or fair share, so an arrival (new fair share) only rescales the tables."""
+        The goodput table and the fair-share base are cached per job apart, keyed by what each
+        depends on: the belief (fitted parameters, plus gradient statistics when
+        ``statistical``) and the cap or fair share, so an arrival (new fair share) only
+        rescales the table."""
         cluster = snapshot.cluster
         model = job.belief.goodput_model()  # refits first if needed, which bumps the version
         if model is None:  # not yet profiled: assume linear scaling
@@ -87,8 +88,8 @@ class ElasticPolicy(Policy):
         belief = job.belief.version if self.statistical else job.belief.fits
         cached = self._tables[job.name]
         if cached.get("table", (None,))[0] != (belief, cap):
-            if not self.statistical:  # gradient statistics do not matter: share more tables
-                model = dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
+            if not self.statistical:
+                model = _without_statistics(model)
             values = _goodput_table(
                 model, self.statistical, cap, cluster.nodes, cluster.gpus_per_node
             )
@@ -101,9 +102,7 @@ class ElasticPolicy(Policy):
             else:
                 base = model.optimize(nodes, fair, self.statistical).goodput[0]
             cached["base"] = ((belief, fair), base)
-        if cached.get("speedup", (None,))[0] != (belief, cap, fair):
-            cached["speedup"] = ((belief, cap, fair), cached["table"][1] / cached["base"][1])
-        return cached["speedup"][1]
+        return cached["table"][1] / cached["base"][1]
 
     def batch_configs(self, job, nodes, replicas, grad_sqr, grad_var):
         model = job.belief.goodput_model()
@@ -113,8 +112,7 @@ class ElasticPolicy(Policy):
             return fixed_configs(lim, total, replicas, np.shape(grad_sqr))
         size = np.shape(grad_sqr)
         if not self.statistical:  # gradient statistics do not matter: one choice for all epochs
-            neutral = dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
-            local_bsz, accum_steps = _fastest_config(neutral, nodes, replicas)
+            local_bsz, accum_steps = _fastest_config(_without_statistics(model), nodes, replicas)
             return np.full(size, local_bsz), np.full(size, accum_steps)
         choice = model.optimize(
             np.full(size, nodes), np.full(size, replicas), True, grad_sqr, grad_var
@@ -127,6 +125,12 @@ class ElasticPolicy(Policy):
             "restart_penalty": self.restart_penalty,
             "optimizer": "greedy",
         }
+
+
+def _without_statistics(model: GoodputModel) -> GoodputModel:
+    """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
+    fitted parameters then have equal models and share memoised results."""
+    return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -177,9 +181,10 @@ class RecordingGoodput(Goodput):
         super().__init__(seed, restart_penalty)
         self.problems: list[tuple[AllocationProblem, int]] = []
 
-    def allocate(self, snapshot: Snapshot) -> Decision:
-        self.problems.append((self.problem(snapshot), snapshot.cluster.total_gpus))
-        return super().allocate(snapshot)
+    def problem(self, snapshot: Snapshot) -> AllocationProblem:
+        problem = super().problem(snapshot)
+        self.problems.append((problem, snapshot.cluster.total_gpus))
+        return problem
 
 
 def sample_rounds(problems: list, count: int, min_jobs: int = 2) -> list:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from goodput_sim.policies.base import Decision, Policy, Snapshot, register
-from goodput_sim.policies.placement import fill_most_free
+from goodput_sim.policies.placement import keep_or_fill
 
 
 @register()
@@ -16,15 +14,5 @@ class Fifo(Policy):
     name = "fifo"
 
     def allocate(self, snapshot: Snapshot) -> Decision:
-        free = np.full(snapshot.cluster.nodes, snapshot.cluster.gpus_per_node, dtype=np.int64)
-        decision: Decision = {}
-        for job in snapshot.jobs:
-            if job.replicas > 0:
-                decision[job.name] = job.allocation.copy()
-                free -= job.allocation
-        for job in snapshot.jobs:
-            if job.name not in decision:
-                row = fill_most_free(job.requested_replicas, free)
-                if row is not None:
-                    decision[job.name] = row
-        return decision
+        counts = {job.name: job.replicas or job.requested_replicas for job in snapshot.jobs}
+        return keep_or_fill(list(snapshot.jobs), counts, snapshot.cluster)

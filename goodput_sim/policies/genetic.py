@@ -67,18 +67,15 @@ def solve_genetic(
     seed: int = 0,
     population: int = POPULATION,
     generations: int = GENERATIONS,
-    initial: NDArray | None = None,
 ) -> NDArray[np.int64]:
     """Best allocation found by the genetic search; deterministic for a given seed."""
     rng = np.random.default_rng(seed)
     if problem.num_jobs == 0:
         return problem.current.copy()
-    seeds = [problem.current] + ([initial] if initial is not None else [])
-    pop = repair(np.array(seeds, dtype=np.int64), problem, rng)
-    pop = np.unique(pop, axis=0)
+    pop = repair(problem.current[None].astype(np.int64), problem, rng)
     fitness = problem.objective(pop)
+    half = population // 2
     for _ in range(generations - 1):
-        half = population // 2
         pick = rng.integers(0, len(pop), (2, 2, half))
         winners = np.where(fitness[pick[:, 0]] >= fitness[pick[:, 1]], pick[:, 0], pick[:, 1])
         kids = np.concatenate(crossover(pop[winners[0]], pop[winners[1]], rng))

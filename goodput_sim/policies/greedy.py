@@ -3,9 +3,9 @@
 1. GPU counts: starting from nothing, repeatedly make the move (job j from R to R' GPUs) with the
    largest drop in the sum of inverse values per GPU added. Looking ahead to any R' (not just
    R + 1) lets a job jump over the restart-penalty cliff between keeping its row and changing it.
-2. Placement: jobs keeping their GPU count keep their row; the others are packed, largest first,
-   onto whole free nodes plus a best-fit remainder node that hosts no other distributed job
-   (interference avoidance). A job that cannot be placed gives up GPUs one at a time.
+2. Placement: jobs keeping their GPU count keep their row; the others, largest first, go to the
+   best-fitting single node, or else across the most-free nodes that host no other distributed
+   job (interference avoidance). A job that cannot be placed gives up GPUs one at a time.
 3. Polish: hill-climb on the exact objective (:mod:`goodput_sim.policies.local_search`).
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.policies.local_search import local_search
+from goodput_sim.policies.placement import packed_nodes
 from goodput_sim.policies.problem import EPSILON, AllocationProblem
 
 
@@ -27,7 +28,7 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
     table = problem.table
     jobs, rows, width = table.shape
     r = np.arange(width)
-    packed = np.minimum(-(-r // g), rows - 1)
+    packed = np.minimum(packed_nodes(r, g), rows - 1)
     value = table[:, packed, r] / g * problem.penalties[:, None]
     kept = problem.current.sum(axis=1)
     kept_nodes = np.minimum((problem.current > 0).sum(axis=1), rows - 1)

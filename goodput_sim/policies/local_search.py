@@ -2,8 +2,8 @@
 
 A move hands ``amount`` GPUs on one node to a job, taken from the free GPUs or from another
 job. Only the two rows involved change, so feasibility (caps, interference avoidance; node
-capacity holds by construction) and the objective's sum of inverse values are updated from those
-rows alone: O(moves x nodes) per step instead of O(moves x jobs x nodes).
+capacity holds by construction) and the objective's sum of inverse values are updated from
+per-job and per-node counts: O(moves) per step whatever the cluster size.
 A second kind of move puts a job back on its current row (avoiding its restart penalty), taking
 the GPUs it needs from jobs that are moving anyway; those few are scored in full.
 """

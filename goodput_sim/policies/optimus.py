@@ -8,7 +8,7 @@ import numpy as np
 
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
-from goodput_sim.policies.placement import fill_most_free, packed_placement
+from goodput_sim.policies.placement import keep_or_fill, packed_placement
 
 
 @register("optimus+oracle")
@@ -17,6 +17,10 @@ class Optimus(Policy):
 
     name = "optimus"
     needs_oracle = True
+
+    def __init__(self, seed: int = 0):
+        super().__init__(seed)
+        self._time_cache: dict[tuple, float] = {}  # iteration seconds per (app, batch, GPUs)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         gpus = snapshot.cluster.gpus_per_node
@@ -44,22 +48,7 @@ class Optimus(Policy):
             counts[jobs[best].name] += 1
             free -= 1
             gains[best] = gain(jobs[best])
-        return self._place(jobs, counts, snapshot)
-
-    @staticmethod
-    def _place(jobs: list[JobView], counts: dict[str, int], snapshot: Snapshot) -> Decision:
-        free = np.full(snapshot.cluster.nodes, snapshot.cluster.gpus_per_node, dtype=np.int64)
-        decision: Decision = {}
-        for job in jobs:
-            if counts[job.name] > 0 and job.replicas == counts[job.name]:
-                decision[job.name] = job.allocation.copy()
-                free -= job.allocation
-        for job in sorted(jobs, key=lambda j: counts[j.name]):
-            if counts[job.name] > 0 and job.name not in decision:
-                row = fill_most_free(counts[job.name], free)
-                if row is not None:
-                    decision[job.name] = row
-        return decision
+        return keep_or_fill(sorted(jobs, key=lambda j: counts[j.name]), counts, snapshot.cluster)
 
     @staticmethod
     def _remaining_iterations(job: JobView) -> float:
@@ -70,7 +59,7 @@ class Optimus(Policy):
         return float(iters[0] - iters[1])
 
     def _iteration_time(self, job: JobView, replicas: int, gpus_per_node: int) -> float:
-        cache = self.__dict__.setdefault("_time_cache", {})
+        cache = self._time_cache
         key = (job.application, job.requested_batch, replicas, gpus_per_node)
         if key not in cache:
             b, s = fixed_batch_config(

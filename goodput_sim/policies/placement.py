@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.cluster import ClusterSpec
+from goodput_sim.policies.base import Decision, JobView
+
 
 def fill_most_free(needed: int, free: NDArray[np.int64]) -> NDArray[np.int64] | None:
     """Take GPUs from the node with the most free GPUs, repeatedly (ties: lowest node id), as the
@@ -21,9 +24,26 @@ def fill_most_free(needed: int, free: NDArray[np.int64]) -> NDArray[np.int64] | 
     return row
 
 
-def packed_nodes(replicas: int, gpus_per_node: int) -> int:
-    """Fewest nodes that can hold ``replicas`` GPUs."""
-    return -(-replicas // gpus_per_node) if replicas > 0 else 0
+def keep_or_fill(jobs: list[JobView], counts: dict[str, int], cluster: ClusterSpec) -> Decision:
+    """Rows for GPU counts per job: a running job whose count is unchanged keeps its row; the
+    others, in the order of ``jobs``, take GPUs from the most-free nodes (left out if short)."""
+    free = np.full(cluster.nodes, cluster.gpus_per_node, dtype=np.int64)
+    decision: Decision = {}
+    for job in jobs:
+        if counts.get(job.name, 0) > 0 and job.replicas == counts[job.name]:
+            decision[job.name] = job.allocation.copy()
+            free -= job.allocation
+    for job in jobs:
+        if counts.get(job.name, 0) > 0 and job.name not in decision:
+            row = fill_most_free(counts[job.name], free)
+            if row is not None:
+                decision[job.name] = row
+    return decision
+
+
+def packed_nodes(replicas, gpus_per_node: int):
+    """Fewest nodes that can hold ``replicas`` GPUs (elementwise for arrays)."""
+    return -(-replicas // gpus_per_node)
 
 
 def packed_placement(replicas: int, gpus_per_node: int) -> tuple[int, ...]:
