@@ -74,7 +74,7 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
 
 
 def placement_of(row: NDArray) -> tuple[int, ...]:
-    """GPUs on each used node, in node order (the reference's run-length encoding)."""
+    """GPUs on each used node, in node order (the reference's placement notation)."""
     return tuple(int(g) for g in row if g > 0)
 
 

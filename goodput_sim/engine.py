@@ -25,6 +25,7 @@ from goodput_sim.jobs import Job, JobBelief, JobSpec
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import JobView, Policy, Snapshot
+from goodput_sim.policies.placement import packed_placement
 from goodput_sim.profiles.base import ApplicationProfile
 
 
@@ -288,11 +289,7 @@ class Simulation:
             if (thresholds[job.epoch + 1] - job.progress) / rate > available:
                 # The common case, no epoch boundary in this interval: scalar arithmetic.
                 self._observe(job, plan, k0, 1)
-                job.progress += float(rate) * available
-                job.examples += float(plan.samples[k0]) * available
-                job.local_bsz = int(plan.local_bsz[k0])
-                job.accum_steps = int(plan.accum_steps[k0])
-                job.last_batch = job.total_batch
+                self._train_within_epoch(job, plan, k0, available)
             else:
                 finish = self._cross_epochs(job, plan, k0, t, available)
                 stop = end if finish is None else finish
@@ -324,12 +321,17 @@ class Simulation:
         if crossed:
             job.epoch += crossed
             job.progress = float(thresholds[job.epoch])
-        job.progress += float(rates[crossed]) * (available - spent)
-        job.examples += float(samples[crossed]) * (available - spent)
-        job.local_bsz = int(plan.local_bsz[k0 + crossed])
-        job.accum_steps = int(plan.accum_steps[k0 + crossed])
-        job.last_batch = job.total_batch
+        self._train_within_epoch(job, plan, k0 + crossed, available - spent)
         return None
+
+    @staticmethod
+    def _train_within_epoch(job: Job, plan: _Plan, k: int, seconds: float) -> None:
+        """Train ``seconds`` at the plan's ``k``-th epoch configuration, crossing no boundary."""
+        job.progress += float(plan.rate[k]) * seconds
+        job.examples += float(plan.samples[k]) * seconds
+        job.local_bsz = int(plan.local_bsz[k])
+        job.accum_steps = int(plan.accum_steps[k])
+        job.last_batch = job.total_batch
 
     @staticmethod
     def _observe(job: Job, plan: _Plan, first: int, count: int) -> None:
@@ -395,9 +397,7 @@ class Simulation:
             bsz = np.unique(np.geomspace(lim.min_local_bsz, lim.max_local_bsz, 8).round())
             rows = []
             for replicas in range(1, min(self.cluster.total_gpus, 64) + 1):
-                placement = (gpus,) * (replicas // gpus) + (
-                    (replicas % gpus,) if replicas % gpus else ()
-                )
+                placement = packed_placement(replicas, gpus)
                 step, sync = profile.step_sync(placement, bsz)
                 rows += [
                     (len(placement), replicas, b, st - sy, st)

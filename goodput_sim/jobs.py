@@ -80,15 +80,11 @@ class JobBelief:
         self.version += 1
         self._stale = False
 
-    @property
-    def max_profiled_replicas(self) -> int:
-        return self._max_replicas
-
     def max_replicas(self, total_gpus: int) -> int:
         """GPU cap that doubles with the largest size profiled (SPEC 6.2); none for an oracle."""
         lim = self.limits
         by_batch = max(lim.max_batch_size // lim.min_local_bsz, 1)
-        grown = total_gpus if self.oracle else max(2 * self.max_profiled_replicas, 1)
+        grown = total_gpus if self.oracle else max(2 * self._max_replicas, 1)
         return int(min(grown, total_gpus, by_batch))
 
     def goodput_model(self) -> GoodputModel | None:

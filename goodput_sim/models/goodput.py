@@ -46,15 +46,16 @@ class GoodputModel:
         *_, t_iter = step_times(self.params, nodes, replicas, local_bsz, accum_steps)
         return np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1) / t_iter
 
-    def goodput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
-        """Progress per second in M0-samples: ``M0 * gain(M) / T_iter``."""
+    def goodput(
+        self, nodes, replicas, local_bsz, accum_steps=0, grad_sqr=None, grad_var=None
+    ) -> NDArray:
+        """Progress per second in M0-samples: ``M0 * gain(M) / T_iter``, with the model's
+        gradient statistics unless others are given."""
         *_, t_iter = step_times(self.params, nodes, replicas, local_bsz, accum_steps)
         total = np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1)
-        return (
-            self.init_batch_size
-            * gain(total, self.init_batch_size, self.grad_sqr, self.grad_var)
-            / t_iter
-        )
+        sqr = self.grad_sqr if grad_sqr is None else grad_sqr
+        var = self.grad_var if grad_var is None else grad_var
+        return self.init_batch_size * gain(total, self.init_batch_size, sqr, var) / t_iter
 
     def optimize(
         self,
@@ -68,7 +69,8 @@ class GoodputModel:
         ``statistical=False``, raw examples per second, the throughput-only objective).
 
         ``grad_sqr``/``grad_var`` optionally give each pair its own gradient statistics (a job
-        re-choosing its batch at each upcoming epoch); by default the model's are used.
+        re-choosing its batch at each upcoming epoch); by default the model's are used. One
+        pair with many statistics shares one candidate grid.
         """
         nodes, replicas = np.broadcast_arrays(
             np.atleast_1d(np.asarray(nodes, dtype=np.float64)),
@@ -85,8 +87,9 @@ class GoodputModel:
                 return BatchChoice(
                     unique.goodput[inverse], unique.local_bsz[inverse], unique.accum_steps[inverse]
                 )
-        sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, nodes.shape)
-        var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, nodes.shape)
+        shape = np.broadcast_shapes(nodes.shape, np.shape(grad_sqr) if per_pair else ())
+        sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
+        var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
         local_bsz, accum = candidate_configs(
             replicas,
             self.init_batch_size,
@@ -95,20 +98,16 @@ class GoodputModel:
             self.max_local_bsz,
         )
         n, r = nodes[:, None], replicas[:, None]
-        *_, t_iter = step_times(self.params, n, r, local_bsz, accum)
-        total = r * local_bsz * (accum + 1)
         if statistical:
-            value = self.init_batch_size * gain(
-                total, self.init_batch_size, sqr[:, None], var[:, None]
-            )
+            value = self.goodput(n, r, local_bsz, accum, sqr[:, None], var[:, None])
         else:
-            value = total
-        value = value / t_iter
+            value = self.throughput(n, r, local_bsz, accum)
         outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
         value = np.where(outside, 0.0, value)
         best = np.argmax(value, axis=1)
         rows = np.arange(len(best))
-        b, s = local_bsz[rows, best], accum[rows, best]
+        grid = rows if len(local_bsz) == len(rows) else np.zeros_like(rows)
+        b, s = local_bsz[grid, best], accum[grid, best]
         # The job's final clamp (SPEC 4.2 step 4): never exceed the largest validated batch.
         b = np.maximum(np.minimum(b, np.floor(self.max_batch_size / (replicas * (s + 1)))), 1.0)
         return BatchChoice(value[rows, best], b, s)

@@ -49,9 +49,18 @@ def network_time(params: ThroughputParams, nodes: ArrayLike, replicas: ArrayLike
     nodes = np.asarray(nodes, dtype=np.float64)
     replicas = np.asarray(replicas, dtype=np.float64)
     extra = np.maximum(replicas - 2.0, TINY)
-    inter = params.alpha_n + params.beta_n * extra
-    intra = params.alpha_r + params.beta_r * extra
-    return np.where(nodes > 1, inter, np.where(replicas > 1, intra, TINY + TINY * extra))
+    p = params
+    return _network_seconds(
+        p.alpha_n, p.beta_n, p.alpha_r, p.beta_r, nodes > 1, replicas > 1, extra
+    )
+
+
+def _network_seconds(alpha_n, beta_n, alpha_r, beta_r, across, within, extra) -> NDArray:
+    """SPEC 3.1's T_net from where the GPUs are: ``across`` nodes, else ``within`` one node
+    (more than one GPU), else a single GPU; ``extra`` is max(R - 2, tiny)."""
+    inter = alpha_n + beta_n * extra
+    intra = alpha_r + beta_r * extra
+    return np.where(across, inter, np.where(within, intra, TINY + TINY * extra))
 
 
 def step_times(
@@ -93,7 +102,6 @@ class _LogFitObjective:
         self.extra = np.maximum(replicas - 2.0, TINY)
         self.inter = nodes > 1
         self.intra = ~self.inter & (replicas > 1)
-        self.single = TINY + TINY * self.extra  # one GPU: no gradient exchange
         self.targets = np.concatenate([log_acc, log_sync])
         self.rows = len(local_bsz)
         self.scale = 1.0 / np.sqrt(self.rows)
@@ -110,10 +118,8 @@ class _LogFitObjective:
         theta = self.theta(x)
         alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
         t_acc = alpha_c + beta_c * self.local_bsz
-        t_net = np.where(
-            self.inter,
-            alpha_n + beta_n * self.extra,
-            np.where(self.intra, alpha_r + beta_r * self.extra, self.single),
+        t_net = _network_seconds(
+            alpha_n, beta_n, alpha_r, beta_r, self.inter, self.intra, self.extra
         )
         # log T_sync = log m + log(1 + u^g)/g with m = max(T_acc, T_net), u = min/max.
         big = np.maximum(t_acc, t_net)
@@ -213,9 +219,10 @@ class ThroughputModel:
     """Estimator for :class:`ThroughputParams` (scikit-learn style: ``fit`` returns self).
 
     Fitting minimises the squared log errors of the observed accumulation-step and
-    synchronising-step times plus the SPEC 3.3 priors, with scipy's bounded trust-region least
-    squares. Parameters the data cannot identify are frozen (listed in ``frozen_``) exactly as the
-    reference does; degenerate input (one observation, repeated points) never raises.
+    synchronising-step times plus the SPEC 3.3 priors, by projected Levenberg-Marquardt with the
+    exact Jacobian (:func:`projected_levenberg_marquardt`). Parameters the data cannot identify
+    are frozen (listed in ``frozen_``) exactly as the reference does; degenerate input (one
+    observation, repeated points) never raises.
     """
 
     def __init__(self, warm_start: ThroughputParams | None = None):

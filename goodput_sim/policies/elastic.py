@@ -114,9 +114,7 @@ class ElasticPolicy(Policy):
         if not self.statistical:  # gradient statistics do not matter: one choice for all epochs
             local_bsz, accum_steps = _fastest_config(_without_statistics(model), nodes, replicas)
             return np.full(size, local_bsz), np.full(size, accum_steps)
-        choice = model.optimize(
-            np.full(size, nodes), np.full(size, replicas), True, grad_sqr, grad_var
-        )
+        choice = model.optimize(nodes, replicas, True, grad_sqr, grad_var)
         return choice.local_bsz, choice.accum_steps
 
     def describe(self) -> dict:

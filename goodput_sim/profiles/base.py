@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+from scipy.spatial import QhullError
+
+from goodput_sim.cluster import placement_of
 
 Placement = tuple[int, ...]
 """GPUs used on each node that holds at least one replica of a job, e.g. (4, 4, 2)."""
@@ -30,10 +34,26 @@ class Limits:
 
 def canonical_placement(placement: ArrayLike) -> Placement:
     """Drop empty nodes and rotate to the lexicographically smallest cyclic rotation (SPEC 2.1)."""
-    digits = tuple(int(g) for g in np.ravel(placement) if g > 0)
+    digits = placement_of(np.ravel(placement))
     if not digits:
         return ()
     return min(digits[i:] + digits[:i] for i in range(len(digits)))
+
+
+def linear_or_nearest(
+    points: NDArray, values: NDArray, min_points: int = 0
+) -> tuple[LinearNDInterpolator | NearestNDInterpolator, NearestNDInterpolator]:
+    """(linear, nearest) interpolators of scattered ``values``: linear over the points'
+    triangulation (NaN outside their hull, where callers use nearest), or nearest for both when
+    there are fewer than ``min_points`` points or they cannot be triangulated (too few, or all
+    in a line or plane)."""
+    nearest = NearestNDInterpolator(points, values)
+    if len(points) < min_points:
+        return nearest, nearest
+    try:
+        return LinearNDInterpolator(points, values), nearest
+    except (QhullError, ValueError):
+        return nearest, nearest
 
 
 class ApplicationProfile(ABC):

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
-from scipy.spatial import QhullError
 
 from goodput_sim.errors import InputError
 from goodput_sim.profiles.base import (
@@ -30,6 +29,7 @@ from goodput_sim.profiles.base import (
     Limits,
     Placement,
     canonical_placement,
+    linear_or_nearest,
 )
 
 PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
@@ -42,13 +42,6 @@ MAX_INTERPOLATED_NODES = 16  # the reference clamps node counts to its largest m
 LIMIT_OVERRIDES: dict[str, dict[str, int]] = {"yolov3": {"max_local_bsz": 8}}
 
 _VALIDATION_NAME = re.compile(r"^validation-(\d+)\.csv$")
-
-
-def read_table(
-    path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
-) -> pd.DataFrame:
-    """Read a measurement CSV, checking columns, numbers and signs; errors name file and line."""
-    return _read_table_lines(path, columns, positive)[0]
 
 
 class _RowLines:
@@ -90,7 +83,8 @@ def _read_clean_table(
 def _read_table_lines(
     path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
 ) -> tuple[pd.DataFrame, _RowLines]:
-    """:func:`read_table` plus the file line of every data row."""
+    """A measurement CSV, checking columns, numbers and signs, and the file line of every data
+    row (errors name file and line)."""
     if not path.is_file():
         raise InputError(path, "file is missing")
     clean = _read_clean_table(path, columns, positive)
@@ -147,7 +141,7 @@ def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) 
     key = np.asarray(key, dtype=np.float64)
     if key.shape == np.shape(row) and key.size and (key == key.flat[0]).all():
         return _interp_at(keys, table, float(key.flat[0]), row)  # e.g. a fixed batch per epoch
-    key = np.clip(np.asarray(key, dtype=np.float64), keys[0], keys[-1])
+    key = np.clip(key, keys[0], keys[-1])
     row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
     # ``key`` lies within the keys, so both searches land inside the table.
     hi = np.searchsorted(keys, key, side="left")
@@ -299,12 +293,7 @@ class MeasuredProfile(ApplicationProfile):
         cloud = pd.concat([small, self.scalability[cols + ["step_time", "sync_time"]]])
         xyz = cloud[cols].to_numpy()
         values = cloud[["step_time", "sync_time"]].to_numpy()
-        nearest = NearestNDInterpolator(xyz, values)
-        try:
-            linear = LinearNDInterpolator(xyz, values)
-        except (QhullError, ValueError):  # too few or coplanar points: no 3-D triangulation
-            linear = nearest
-        return linear, nearest
+        return linear_or_nearest(xyz, values)
 
     # ------------------------------------------------------------------ statistical efficiency
     def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:

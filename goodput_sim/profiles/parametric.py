@@ -17,12 +17,16 @@ from typing import Any
 import numpy as np
 import yaml
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
-from scipy.spatial import QhullError
 
 from goodput_sim.errors import InputError
 from goodput_sim.models.efficiency import gain
-from goodput_sim.profiles.base import ApplicationProfile, Limits, Placement, canonical_placement
+from goodput_sim.profiles.base import (
+    ApplicationProfile,
+    Limits,
+    Placement,
+    canonical_placement,
+    linear_or_nearest,
+)
 from goodput_sim.profiles.measured import _interp_rows
 
 SCHEMA_VERSION = 1
@@ -206,13 +210,7 @@ class ParametricProfile(ApplicationProfile):
     def _network_interpolators(self):
         points = np.column_stack([self._net_nodes, self._net_replicas])
         values = np.log(self._net_time)
-        nearest = NearestNDInterpolator(points, values)
-        if len(points) < 4:
-            return nearest, nearest
-        try:
-            return LinearNDInterpolator(points, values), nearest
-        except (QhullError, ValueError):  # collinear points (e.g. one node count): no triangles
-            return nearest, nearest
+        return linear_or_nearest(points, values, min_points=4)
 
     def gamma(self, nodes: int) -> float:
         return float(np.interp(nodes, self._gamma_nodes, self._gamma_value))
@@ -229,26 +227,21 @@ class ParametricProfile(ApplicationProfile):
 
     # ------------------------------------------------------------------ statistical efficiency
     def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
-        epoch = np.asarray(epoch, dtype=np.float64)
-        return (
-            self._stat_at(self._log_sqr, batch_size, epoch),
-            self._stat_at(self._log_var, batch_size, epoch),
+        stats = _interp_rows(self.batch_sizes, self._per_epoch_stats, batch_size, epoch)
+        return stats[..., 0], stats[..., 1]
+
+    @cached_property
+    def _per_epoch_stats(self) -> NDArray:
+        """(batch sizes x epochs x [sqr, var]): the statistics at every epoch for each validated
+        batch size (log-linear between knots)."""
+        epochs = np.arange(self.limits.max_epochs, dtype=np.float64)
+        return np.stack(
+            [
+                np.exp(np.stack([np.interp(epochs, self._stat_epochs, row) for row in table]))
+                for table in (self._log_sqr, self._log_var)
+            ],
+            axis=-1,
         )
-
-    def _stat_at(self, log_table: NDArray, batch_size: ArrayLike, epoch: NDArray) -> NDArray:
-        per_batch = self._per_epoch(log_table)
-        return _interp_rows(self.batch_sizes, per_batch, batch_size, epoch)
-
-    def _per_epoch(self, log_table: NDArray) -> NDArray:
-        """Statistics at every epoch for each validated batch size (log-linear between knots)."""
-        cache = self.__dict__.setdefault("_per_epoch_cache", {})
-        key = id(log_table)
-        if key not in cache:
-            epochs = np.arange(self.limits.max_epochs, dtype=np.float64)
-            cache[key] = np.exp(
-                np.stack([np.interp(epochs, self._stat_epochs, row) for row in log_table])
-            )
-        return cache[key]
 
     def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
         """Derived: each epoch needs its progress divided by the per-step gain at that batch."""
