@@ -28,7 +28,7 @@ bench: install
 	$(BIN)/python benchmarks/run.py
 
 bench-scale: install
-	cd benchmarks && ../$(BIN)/python bench_scale.py
+	$(BIN)/python benchmarks/bench_scale.py
 
 lint: install
 	$(BIN)/ruff check goodput_sim tests benchmarks

@@ -15,23 +15,17 @@ Run: ``python benchmarks/bench_best_config.py`` (writes benchmarks/results/best_
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from common import RESULTS, machine, save
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run straight from a checkout without installing
-    sys.path.insert(0, str(ROOT))
-
-from goodput_sim.models.goodput import GoodputModel  # noqa: E402
-from goodput_sim.models.throughput import ThroughputModel  # noqa: E402
-from goodput_sim.profiles import load_profiles  # noqa: E402
+from goodput_sim.models.goodput import GoodputModel
+from goodput_sim.models.throughput import ThroughputModel
+from goodput_sim.profiles import load_profiles
 
 PAIRS = 10_000
 MAX_NODES = 256
@@ -39,7 +33,7 @@ REPEATS = 20
 WARMUP = 3
 BAR_MS = 50.0
 SEED = 2021
-RESULT = ROOT / "benchmarks" / "results" / "best_config.json"
+ROOT = Path(__file__).resolve().parents[1]
 
 # (placement, per-GPU batch) a cifar10 job would have profiled after a few reallocations.
 OBSERVATIONS = [((1,), 128), ((2,), 64), ((4,), 64), ((2, 2), 64), ((4, 4), 32), ((4, 4, 4, 4), 32)]
@@ -106,6 +100,7 @@ def main() -> int:
         "distinct": time_ms(model, *distinct_pairs(rng)),
     }
     worst = max(case["median_ms"] for case in cases.values())
+    m = machine()
     result = {
         "benchmark": "GoodputModel.optimize over 10,000 (nodes, GPUs) pairs",
         "pairs": PAIRS,
@@ -115,24 +110,21 @@ def main() -> int:
         "cases": cases,
         "belief": model.params.as_dict(),
         "machine": {
-            "cpu_count": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
+            "cpu_count": m["cpus"],
+            "platform": m["platform"],
+            "python": m["python"],
+            "numpy": m["numpy"],
         },
     }
-    print(
-        f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
-    )
+    print(f"machine: {m['cpus']} CPUs, {m['platform']}, Python {m['python']}")
     for name, case in cases.items():
         print(
             f"{name:>8}: median {case['median_ms']:.1f} ms (min {case['min_ms']:.1f}, "
             f"max {case['max_ms']:.1f}) for {PAIRS} pairs, {case['distinct_pairs']} distinct"
         )
     print(f"     bar: <= {BAR_MS:.0f} ms -> {'PASS' if result['meets_bar'] else 'FAIL'}")
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {RESULT.relative_to(ROOT)}")
+    save("best_config", result)
+    print(f"wrote {(RESULTS / 'best_config.json').resolve().relative_to(ROOT)}")
     return 0
 
 

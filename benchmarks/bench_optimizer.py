@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from common import machine, save
 
 from goodput_sim.api import bundled_workload
 from goodput_sim.engine import Simulation
@@ -60,10 +59,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40, help="rounds sampled evenly from the run")
     args = parser.parse_args()
     report = compare_on(sample_rounds(record_problems(args.workload, args.profiles), args.rounds))
-    report.update(workload=args.workload.name, cpus=os.cpu_count(), machine=platform.platform())
+    m = machine()
+    report.update(workload=args.workload.name, cpus=m["cpus"], machine=m["platform"])
     print(json.dumps(report, indent=2))
-    out = Path(__file__).parent / "results" / "optimizer.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    save("optimizer", report)
 
 
 if __name__ == "__main__":

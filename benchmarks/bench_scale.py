@@ -18,7 +18,13 @@ import pandas as pd
 from common import RESULTS, in_fresh_process, machine, peak_rss_mib, save
 
 from goodput_sim.api import run
-from goodput_sim.workload import PRESETS, bundled_path, generate_workload, load_philly_stats
+from goodput_sim.workload import (
+    PRESETS,
+    bundled_path,
+    generate_workload,
+    load_philly_stats,
+    write_workload,
+)
 
 
 def measure(workload: str) -> dict:
@@ -56,7 +62,7 @@ def main() -> None:
     frame = generate_workload(stats, args.jobs, days=args.days, seed=preset.seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scale.csv"
-        frame.to_csv(path, index=False)
+        write_workload(frame, path)
         r = in_fresh_process(measure, str(path))
     rounds = r.pop("rounds")
     table = per_active_jobs(rounds)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,40 +18,47 @@ import pandas as pd
 from goodput_sim import __version__
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig, SimResult, Simulation
-from goodput_sim.errors import InputError
 from goodput_sim.metrics import claim_check, summarize
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
-from goodput_sim.workload import load_workload
+from goodput_sim.workload import bundled_path, check_workload, load_workload
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
 
 
 def bundled_workload() -> Path:
     """The default workload shipped in ``traces/workloads/``."""
-    return Path(__file__).resolve().parents[1] / "traces" / "workloads" / "default.csv"
+    return bundled_path("workloads/default.csv")
 
 
-def _cluster(cluster: ClusterSpec | str | Path) -> ClusterSpec:
+def as_cluster(cluster: ClusterSpec | str | Path) -> ClusterSpec:
+    """A :class:`ClusterSpec` as is, or parsed from ``NODESxGPUS`` or a cluster YAML file."""
     return cluster if isinstance(cluster, ClusterSpec) else parse_cluster(cluster)
 
 
+def parse_policies(text: str) -> list[str]:
+    """Policy names from comma-separated text (``"fifo, goodput"``); blanks are dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def check_policies(names: Iterable[str]) -> list[str]:
+    """The names as a list, after failing fast on an unknown one (before any simulation runs)."""
+    names = list(names)
+    for name in names:
+        get_policy(name)
+    return names
+
+
 def _workload(
-    workload: pd.DataFrame | str | Path, profiles: dict, cluster: ClusterSpec
+    workload: pd.DataFrame | str | Path | None, profiles: dict, cluster: ClusterSpec
 ) -> pd.DataFrame:
+    """The workload (default: the bundled one), checked against the profiles and cluster."""
+    if workload is None:
+        workload = bundled_workload()
     if isinstance(workload, pd.DataFrame):
-        # A job larger than the cluster can never be placed: without this check the gang
-        # policies (fifo, tiresias) wait for it forever and the run never ends.
-        too_big = workload[workload["num_replicas"] > cluster.total_gpus]
-        if len(too_big):
-            job = too_big.iloc[0]
-            raise InputError(
-                "workload",
-                f"job {job['name']!r} asks for {int(job['num_replicas'])} GPUs, "
-                f"more than the cluster's {cluster.total_gpus}",
-            )
+        check_workload(workload, "workload", applications=profiles, max_gpus=cluster.total_gpus)
         return workload
-    return load_workload(workload, applications=set(profiles), max_gpus=cluster.total_gpus)
+    return load_workload(workload, applications=profiles, max_gpus=cluster.total_gpus)
 
 
 def run(
@@ -63,11 +71,8 @@ def run(
 ) -> SimResult:
     """Replay ``workload`` (default: the bundled one) under ``policy``; jobs and rounds tables."""
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
-    spec = _cluster(cluster)
-    frame = _workload(workload if workload is not None else bundled_workload(), profile_map, spec)
-    missing = sorted(set(frame["application"]) - set(profile_map))
-    if missing:
-        raise InputError("workload", f"no profile for application(s) {missing}")
+    spec = as_cluster(cluster)
+    frame = _workload(workload, profile_map, spec)
     return Simulation(frame, profile_map, get_policy(policy, seed=seed), spec, config).run()
 
 
@@ -98,11 +103,10 @@ def compare(
     workers: int = 1,
 ) -> Comparison:
     """Run each policy on the same inputs (in ``workers`` processes) and summarise."""
-    for name in policies:  # fail fast on a typo, before any simulation runs
-        get_policy(name)
-    spec = _cluster(cluster)
+    policies = check_policies(policies)
+    spec = as_cluster(cluster)
     profile_map = load_profiles(profiles)
-    frame = _workload(workload if workload is not None else bundled_workload(), profile_map, spec)
+    frame = _workload(workload, profile_map, spec)
     tasks = [(name, frame, profiles, spec, seed, config) for name in policies]
     if workers > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -127,16 +131,33 @@ def file_hash(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def input_hashes(inputs: dict[str, str | Path | None]) -> dict[str, str]:
+    """``file_hash`` of each input that exists, for the manifest's ``input_sha256``."""
+    return {k: file_hash(v) for k, v in inputs.items() if v is not None and Path(v).exists()}
+
+
 def write_run(
-    result: SimResult, out: Path, inputs: dict[str, str | Path | None], seed: int
+    result: SimResult,
+    out: Path,
+    inputs: dict[str, str | Path | None],
+    seed: int,
+    *,
+    hashes: dict[str, str] | None = None,
+    summary: dict | None = None,
 ) -> Path:
-    """A results folder: jobs.csv, rounds.csv, manifest.json and jct_cdf.png."""
+    """A results folder: jobs.csv, rounds.csv, manifest.json and jct_cdf.png.
+
+    ``hashes`` (``input_hashes(inputs)``) and ``summary`` (``summarize`` of the jobs) are
+    computed unless given, so runs on the same inputs can share them."""
     from goodput_sim.plots import jct_cdf
 
     out.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(out / "jobs.csv", index=False, float_format="%.6f")
     result.rounds.to_csv(out / "rounds.csv", index=False)
-    hashes = {k: file_hash(v) for k, v in inputs.items() if v is not None and Path(v).exists()}
+    if hashes is None:
+        hashes = input_hashes(inputs)
+    if summary is None:
+        summary = summarize(result.jobs, result.cluster["nodes"] * result.cluster["gpus_per_node"])
     manifest = {
         "goodput_sim_version": __version__,
         "policy": result.policy,
@@ -146,9 +167,7 @@ def write_run(
         "inputs": {k: str(v) if v is not None else None for k, v in inputs.items()},
         "input_sha256": hashes,
         "wall_seconds": result.wall_seconds,
-        "summary": summarize(
-            result.jobs, result.cluster["nodes"] * result.cluster["gpus_per_node"]
-        ),
+        "summary": summary,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     jct_cdf({result.policy["name"]: result.jobs}, out / "jct_cdf.png")

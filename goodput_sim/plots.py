@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: Path, title: str = "") -> Path:
+def jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: Path) -> Path:
     """Empirical CDF of job completion time (hours, log scale) per policy."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, jobs in jobs_by_policy.items():
@@ -26,14 +26,14 @@ def jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: Path, title: str = ""
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right")
-    ax.set_title(title or "JCT CDF")
+    ax.set_title("JCT CDF")
     fig.tight_layout()
     fig.savefig(path, dpi=120, metadata={"Software": None})
     plt.close(fig)
     return path
 
 
-def avg_jct_bars(summaries: dict[str, dict], path: Path, title: str = "") -> Path:
+def avg_jct_bars(summaries: dict[str, dict], path: Path) -> Path:
     """Average JCT per policy (hours), annotated."""
     names = list(summaries)
     values = [summaries[n]["avg_jct"] / 3600.0 for n in names]
@@ -44,7 +44,7 @@ def avg_jct_bars(summaries: dict[str, dict], path: Path, title: str = "") -> Pat
             f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom"
         )
     ax.set_ylabel("average JCT (hours)")
-    ax.set_title(title or "Average job completion time")
+    ax.set_title("Average job completion time")
     fig.tight_layout()
     fig.savefig(path, dpi=120, metadata={"Software": None})
     plt.close(fig)

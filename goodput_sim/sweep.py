@@ -19,12 +19,11 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from goodput_sim.api import run
-from goodput_sim.cluster import ClusterSpec, parse_cluster
+from goodput_sim.api import as_cluster, check_policies, run
+from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import summarize
-from goodput_sim.policies import get_policy
 
 
 @dataclass(frozen=True)
@@ -76,11 +75,9 @@ def sweep(
 ) -> pd.DataFrame:
     """Run every (policy, workload, seed) not already in ``out``; return all summary rows."""
     out = Path(out)
-    spec = cluster if isinstance(cluster, ClusterSpec) else parse_cluster(cluster)
+    spec = as_cluster(cluster)
     config = config or SimConfig()
-    policies = list(policies)
-    for name in policies:
-        get_policy(name)
+    policies = check_policies(policies)
     paths = [Path(w) for w in workloads]
     for path in paths:
         if not path.is_file():

@@ -113,13 +113,12 @@ def load_workload(
 ) -> pd.DataFrame:
     """Read and validate a workload CSV; return its jobs sorted by (time, file order)."""
     path = Path(path)
-    known = None if applications is None else sorted(set(applications))
     header, rows = _read_csv_rows(path)
     columns = _column_index(path, header)
     records: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
     for line, fields in rows:
-        rec = _parse_job(path, line, fields, columns, known, max_gpus)
+        rec = _parse_job(path, line, fields, columns)
         name = rec["name"]
         if name in first_line:
             raise InputError(
@@ -129,7 +128,38 @@ def load_workload(
         records.append(rec)
     if not records:
         raise InputError(path, "workload has no jobs (only a header)")
-    return _to_frame(records)
+    frame = _to_frame(records)
+    check_workload(frame, path, applications, max_gpus, lines=list(first_line.values()))
+    return frame.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def check_workload(
+    frame: pd.DataFrame,
+    source: str | Path | None,
+    applications: Iterable[str] | None = None,
+    max_gpus: int | None = None,
+    lines: Sequence[int] | None = None,
+) -> None:
+    """Check each job, in row order: its application is one of ``applications`` and it asks
+    for at most ``max_gpus`` GPUs. ``lines`` (one per row) puts file lines in the messages.
+
+    A job larger than the cluster can never be placed: without this check the gang policies
+    (fifo, tiresias) would wait for it forever and the run would never end.
+    """
+    known = None if applications is None else sorted(set(applications))
+    rows = zip(frame["name"], frame["application"], frame["num_replicas"], strict=True)
+    for row, (name, application, replicas) in enumerate(rows):
+        line = None if lines is None else lines[row]
+        if known is not None and application not in known:
+            raise InputError(
+                source, f"unknown application {application!r}; known: {', '.join(known)}", line
+            )
+        if max_gpus is not None and replicas > max_gpus:
+            raise InputError(
+                source,
+                f"job {name!r} asks for {int(replicas)} GPUs, more than the cluster's {max_gpus}",
+                line,
+            )
 
 
 def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -163,10 +193,8 @@ def _parse_job(
     line: int,
     fields: Sequence[str],
     columns: Mapping[str, int],
-    known: Sequence[str] | None,
-    max_gpus: int | None,
 ) -> dict[str, Any]:
-    """Validate one data row and return it as a typed record."""
+    """Parse one data row (its types; see check_workload for the rest) as a typed record."""
     if len(fields) <= max(columns.values()):
         raise InputError(
             path, f"expected at least {max(columns.values()) + 1} fields, got {len(fields)}", line
@@ -176,22 +204,11 @@ def _parse_job(
         raise InputError(path, "empty job name", line)
     if not raw["application"]:
         raise InputError(path, "empty application", line)
-    if known is not None and raw["application"] not in known:
-        raise InputError(
-            path, f"unknown application {raw['application']!r}; known: {', '.join(known)}", line
-        )
-    replicas = _positive_int(path, line, "num_replicas", raw["num_replicas"])
-    if max_gpus is not None and replicas > max_gpus:
-        raise InputError(
-            path,
-            f"job {raw['name']!r} asks for {replicas} GPUs, more than the cluster's {max_gpus}",
-            line,
-        )
     return {
         "name": raw["name"],
         "time": _arrival_time(path, line, raw["time"]),
         "application": raw["application"],
-        "num_replicas": replicas,
+        "num_replicas": _positive_int(path, line, "num_replicas", raw["num_replicas"]),
         "batch_size": _positive_int(path, line, "batch_size", raw["batch_size"]),
     }
 
@@ -219,11 +236,11 @@ def _positive_int(path: Path, line: int, column: str, text: str) -> int:
 
 
 def _to_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Build the typed DataFrame, stably sorted by arrival time."""
+    """Build the typed DataFrame, in file order."""
     df = pd.DataFrame.from_records(records, columns=list(WORKLOAD_COLUMNS))
     df = df.astype({"time": "float64", "num_replicas": "int64", "batch_size": "int64"})
     df["application"] = df["application"].astype(str)
-    return df.sort_values("time", kind="stable").reset_index(drop=True)
+    return df
 
 
 def write_workload(df: pd.DataFrame, path: str | Path) -> None:

@@ -1,4 +1,4 @@
-"""`goodput-sim run | compare | demo | validate`: the simulator's main jobs."""
+"""`goodput-sim run | compare | demo | policies | validate | sweep`: the simulator's main jobs."""
 
 from __future__ import annotations
 
@@ -14,12 +14,33 @@ from goodput_sim.api import (
     bundled_workload,
     compare,
     default_profiles_path,
+    input_hashes,
+    parse_policies,
     run,
     write_run,
 )
 from goodput_sim.cli import main
 from goodput_sim.engine import SimConfig
 from goodput_sim.plots import avg_jct_bars, jct_cdf
+
+_policies_option = click.option(
+    "--policies",
+    default=",".join(DEFAULT_POLICIES),
+    show_default=True,
+    help="Comma-separated policy names.",
+)
+_profiles_option = click.option(
+    "--profiles",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of YAML profiles or a measurement folder (default: bundled).",
+)
+_cluster_option = click.option(
+    "--cluster",
+    default="16x4",
+    show_default=True,
+    help="NODESxGPUS or a cluster YAML file (see configs/).",
+)
 
 
 def _common(func):
@@ -31,18 +52,8 @@ def _common(func):
             default=None,
             help="Workload CSV (default: the bundled traces/workloads/default.csv).",
         ),
-        click.option(
-            "--profiles",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Folder of YAML profiles or a measurement folder (default: bundled).",
-        ),
-        click.option(
-            "--cluster",
-            default="16x4",
-            show_default=True,
-            help="NODESxGPUS or a cluster YAML file (see configs/).",
-        ),
+        _profiles_option,
+        _cluster_option,
         click.option(
             "--seed", type=int, default=0, show_default=True, help="Seed for randomised policies."
         ),
@@ -88,6 +99,11 @@ def _split_options(options: dict) -> tuple[dict, SimConfig]:
     return options, config
 
 
+def _inputs(workload: Path, profiles: Path | None) -> dict[str, Path]:
+    """The input files a results folder's manifest names and hashes."""
+    return {"workload": workload, "profiles": default_profiles_path(profiles)}
+
+
 @main.command("run")
 @click.option("--policy", required=True, help="Policy name (see `goodput-sim policies`).")
 @_common
@@ -104,9 +120,7 @@ def run_cmd(policy: str, out: Path | None, **options) -> None:
     profiles, seed = inputs["profiles"], inputs["seed"]
     result = run(policy, workload, profiles, inputs["cluster"], seed, config)
     out = out or Path("results") / f"{policy}-{Path(workload).stem}"
-    write_run(
-        result, out, {"workload": workload, "profiles": default_profiles_path(profiles)}, seed
-    )
+    write_run(result, out, _inputs(workload, profiles), seed)
     jobs = result.jobs
     done = jobs[jobs["finished"]]
     click.echo(
@@ -150,25 +164,47 @@ def print_comparison(comparison: Comparison) -> None:
 
 
 def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int) -> None:
+    """Each policy's results folder (inputs hashed once), the summary and the two charts."""
     out.mkdir(parents=True, exist_ok=True)
+    hashes = input_hashes(inputs)
+    summaries = comparison.summary.to_dict(orient="index")
     for name, result in comparison.results.items():
-        write_run(result, out / name, inputs, seed)
+        summary = {k: v for k, v in summaries[name].items() if k != "wall_seconds"}
+        write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary)
     (out / "summary.json").write_text(
         json.dumps(comparison.as_json(), indent=2, sort_keys=True) + "\n"
     )
     comparison.summary.to_csv(out / "summary.csv", float_format="%.6f")
     jobs = {name: r.jobs for name, r in comparison.results.items()}
     jct_cdf(jobs, out / "jct_cdf.png")
-    avg_jct_bars(comparison.summary.to_dict(orient="index"), out / "avg_jct.png")
+    avg_jct_bars(summaries, out / "avg_jct.png")
+
+
+def _compare_and_report(
+    names: list[str] | tuple[str, ...],
+    out: Path,
+    workers: int,
+    config: SimConfig | None = None,
+    fmt: str = "table",
+    *,
+    workload: Path | None = None,
+    profiles: Path | None = None,
+    cluster: str = "16x4",
+    seed: int = 0,
+) -> None:
+    """Run ``compare``, write its results folder ``out`` and print the table (or JSON)."""
+    workload = workload or bundled_workload()
+    comparison = compare(names, workload, profiles, cluster, seed, config, workers)
+    write_comparison(comparison, out, _inputs(workload, profiles), seed)
+    if fmt == "json":
+        click.echo(json.dumps(comparison.as_json(), indent=2, sort_keys=True))
+    else:
+        print_comparison(comparison)
+        click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")
 
 
 @main.command("compare")
-@click.option(
-    "--policies",
-    default=",".join(DEFAULT_POLICIES),
-    show_default=True,
-    help="Comma-separated policy names.",
-)
+@_policies_option
 @_common
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
@@ -184,20 +220,10 @@ def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int)
 )
 def compare_cmd(policies: str, fmt: str, out: Path | None, workers: int, **options) -> None:
     """Run several policies on the same inputs; print JCT statistics and the claim check."""
-    names = [p.strip() for p in policies.split(",") if p.strip()]
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
-    profiles, seed = inputs["profiles"], inputs["seed"]
-    comparison = compare(names, workload, profiles, inputs["cluster"], seed, config, workers)
     out = out or Path("results") / f"compare-{Path(workload).stem}"
-    write_comparison(
-        comparison, out, {"workload": workload, "profiles": default_profiles_path(profiles)}, seed
-    )
-    if fmt == "json":
-        click.echo(json.dumps(comparison.as_json(), indent=2, sort_keys=True))
-    else:
-        print_comparison(comparison)
-        click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")
+    _compare_and_report(parse_policies(policies), out, workers, config, fmt, **inputs)
 
 
 @main.command("demo")
@@ -211,15 +237,7 @@ def demo_cmd(out: Path, workers: int) -> None:
         f"Comparing {', '.join(DEFAULT_POLICIES)} on {bundled_workload().name} "
         "(160 jobs, 16 nodes x 4 GPUs, bundled profiles)...\n"
     )
-    comparison = compare(DEFAULT_POLICIES, workers=workers)
-    write_comparison(
-        comparison,
-        out,
-        {"workload": bundled_workload(), "profiles": default_profiles_path(None)},
-        0,
-    )
-    print_comparison(comparison)
-    click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")
+    _compare_and_report(DEFAULT_POLICIES, out, workers)
 
 
 @main.command("policies")
@@ -262,7 +280,7 @@ def validate_cmd(reference: Path) -> None:
 
 
 @main.command("sweep")
-@click.option("--policies", default=",".join(DEFAULT_POLICIES), show_default=True)
+@_policies_option
 @click.option(
     "--workloads",
     required=True,
@@ -271,8 +289,8 @@ def validate_cmd(reference: Path) -> None:
     help="Workload CSVs or folders of them (repeatable).",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
-@click.option("--profiles", type=click.Path(path_type=Path), default=None)
-@click.option("--cluster", default="16x4", show_default=True)
+@_profiles_option
+@_cluster_option
 @click.option("--workers", type=int, default=2, show_default=True, help="Local processes.")
 @click.option("--scheduler", default=None, help="Dask scheduler address (runs there instead).")
 @click.option(
@@ -290,7 +308,7 @@ def sweep_cmd(policies, workloads, seeds, profiles, cluster, workers, scheduler,
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {seeds!r}") from None
     table = sweep(
-        policies.split(","),
+        parse_policies(policies),
         files,
         out,
         seed_list,
