@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from goodput_sim import __version__
+from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig, SimResult, Simulation
 from goodput_sim.metrics import claim_check, summarize
-from goodput_sim.policies import get_policy
+from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.workload import bundled_path, check_workload, load_workload
 
@@ -41,12 +43,46 @@ def parse_policies(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def check_policies(names: Iterable[str]) -> list[str]:
-    """The names as a list, after failing fast on an unknown one (before any simulation runs)."""
+def check_policies(
+    names: Iterable[str], agent: str | None = None, params: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The names as a list, after failing fast on an unknown policy, agent or parameter
+    (before any simulation runs)."""
     names = list(names)
     for name in names:
-        get_policy(name)
+        make_policy_and_agent(name, agent, params)
     return names
+
+
+def split_params(
+    policy: type[Policy], agent: type[BatchAgent], params: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``params`` divided between a policy and its agent by the names each declares; a key
+    may be written ``policy.KEY`` or ``agent.KEY`` to say whose it is."""
+    mine: dict[str, Any] = {}
+    theirs: dict[str, Any] = {}
+    policy_keys = {p.name for p in policy.params}
+    agent_keys = {p.name for p in agent.params}
+    for key, value in (params or {}).items():
+        owner, dot, bare = key.partition(".")
+        if dot and owner in ("policy", "agent"):
+            (mine if owner == "policy" else theirs)[bare] = value
+        elif key in policy_keys or key not in agent_keys:
+            mine[key] = value  # unknown keys are reported against the policy
+        else:
+            theirs[key] = value
+    return mine, theirs
+
+
+def make_policy_and_agent(
+    policy: str, agent: str | None = None, params: Mapping[str, Any] | None = None, seed: int = 0
+) -> tuple[Policy, BatchAgent]:
+    """A policy (by name or alias) and a batch agent (the policy's default unless named), with
+    ``params`` validated against what each declares."""
+    policy_cls = policy_class(policy)
+    agent_cls = agent_class(agent or policy_cls.default_agent)
+    policy_params, agent_params = split_params(policy_cls, agent_cls, params)
+    return policy_cls(seed=seed, **policy_params), agent_cls(**agent_params)
 
 
 def _workload(
@@ -68,17 +104,20 @@ def run(
     cluster: ClusterSpec | str | Path = "16x4",
     seed: int = 0,
     config: SimConfig | None = None,
+    agent: str | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> SimResult:
-    """Replay ``workload`` (default: the bundled one) under ``policy``; jobs and rounds tables."""
+    """Replay ``workload`` (default: the bundled one) under ``policy`` with batch ``agent``
+    (default: the policy's own) and ``params`` for either; jobs and rounds tables."""
+    scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster)
     frame = _workload(workload, profile_map, spec)
-    return Simulation(frame, profile_map, get_policy(policy, seed=seed), spec, config).run()
+    return Simulation(frame, profile_map, scheduler, spec, config, batch_agent).run()
 
 
 def _run_one(args: tuple) -> SimResult:
-    policy, workload, profiles, cluster, seed, config = args
-    return run(policy, workload, profiles, cluster, seed, config)
+    return run(*args)
 
 
 @dataclass
@@ -101,18 +140,24 @@ def compare(
     seed: int = 0,
     config: SimConfig | None = None,
     workers: int = 1,
+    agent: str | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> Comparison:
-    """Run each policy on the same inputs (in ``workers`` processes) and summarise."""
-    policies = check_policies(policies)
+    """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
+    and ``params`` apply to every policy."""
+    policies = check_policies(policies, agent, params)
     spec = as_cluster(cluster)
     profile_map = load_profiles(profiles)
     frame = _workload(workload, profile_map, spec)
-    tasks = [(name, frame, profiles, spec, seed, config) for name in policies]
+    tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
     if workers > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             results = dict(zip(policies, pool.map(_run_one, tasks), strict=True))
     else:
-        results = {name: run(name, frame, profile_map, spec, seed, config) for name in policies}
+        results = {
+            name: run(name, frame, profile_map, spec, seed, config, agent, params)
+            for name in policies
+        }
     summaries = {name: summarize(r.jobs, spec.total_gpus) for name, r in results.items()}
     for name, r in results.items():
         summaries[name]["wall_seconds"] = r.wall_seconds
@@ -157,10 +202,11 @@ def write_run(
     if hashes is None:
         hashes = input_hashes(inputs)
     if summary is None:
-        summary = summarize(result.jobs, result.cluster["nodes"] * result.cluster["gpus_per_node"])
+        summary = summarize(result.jobs, result.cluster["total_gpus"])
     manifest = {
         "goodput_sim_version": __version__,
         "policy": result.policy,
+        "agent": result.agent,
         "config": result.config,
         "cluster": result.cluster,
         "seed": seed,

@@ -1,9 +1,12 @@
-"""Cluster specification and the allocation representation (GPUs of a job on each node)."""
+"""The cluster as data (GPU capacity, GPU type and up/down state per node) and the allocation
+representation (GPUs of a job on each node)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -13,39 +16,110 @@ from numpy.typing import NDArray
 from goodput_sim.errors import InputError
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles describe
+KNOWN_GPU_TYPES = (DEFAULT_GPU_TYPE,)  # types the profiles have measurements for
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """``nodes`` identical machines with ``gpus_per_node`` GPUs of ``gpu_type`` each."""
+
+    nodes: int
+    gpus_per_node: int
+    gpu_type: str = DEFAULT_GPU_TYPE
 
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """A homogeneous cluster: ``nodes`` machines with ``gpus_per_node`` GPUs each."""
+    """A cluster described per node: GPU capacity, GPU type and whether the node is up.
 
-    nodes: int = 16
-    gpus_per_node: int = 4
-    gpu_type: str = "T4"
+    Nodes are numbered group after group. Every capacity check reads the per-node vectors; the
+    scalar properties summarise them. Nodes stay up until failures are modelled."""
+
+    groups: tuple[NodeGroup, ...] = (NodeGroup(16, 4),)
+
+    @classmethod
+    def uniform(cls, nodes: int, gpus_per_node: int, gpu_type: str = DEFAULT_GPU_TYPE):
+        """``nodes`` x ``gpus_per_node`` GPUs of one type: the ``16x4`` shorthand."""
+        return cls((NodeGroup(nodes, gpus_per_node, gpu_type),))
+
+    @cached_property
+    def capacity(self) -> NDArray[np.int64]:
+        """GPUs on each node (read-only)."""
+        out = np.concatenate(
+            [np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.groups]
+        )
+        out.flags.writeable = False
+        return out
+
+    @cached_property
+    def gpu_types(self) -> tuple[str, ...]:
+        """GPU type of each node."""
+        return tuple(g.gpu_type for g in self.groups for _ in range(g.nodes))
+
+    @cached_property
+    def up(self) -> NDArray[np.bool_]:
+        """Whether each node is up (read-only; all up until failures are modelled)."""
+        out = np.ones(self.nodes, dtype=bool)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def nodes(self) -> int:
+        return sum(g.nodes for g in self.groups)
+
+    @property
+    def gpus_per_node(self) -> int:
+        """GPUs of the largest node (all nodes on a uniform cluster)."""
+        return max(g.gpus_per_node for g in self.groups)
 
     @property
     def total_gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
+        return int(self.capacity.sum())
+
+    @property
+    def gpu_type(self) -> str:
+        """The one GPU type of the cluster (mixed types are refused, see ``parse_cluster``)."""
+        return self.groups[0].gpu_type
+
+    def describe(self) -> dict:
+        """The cluster for the results manifest."""
+        return {
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "total_gpus": self.total_gpus,
+            "gpu_type": self.gpu_type,
+            "groups": [vars(g).copy() for g in self.groups],
+        }
 
     def __str__(self) -> str:
-        return f"{self.nodes}x{self.gpus_per_node}"
+        return "+".join(f"{g.nodes}x{g.gpus_per_node}" for g in self.groups)
+
+
+# Bounds that keep the per-node arrays and the simulation finite.
+_MAX_NODES, _MAX_GPUS_PER_NODE = 100_000, 1024
+_GROUP_FIELDS = {"nodes": int, "gpus_per_node": int, "gpu_type": str}
 
 
 def parse_cluster(text: str | Path) -> ClusterSpec:
-    """A cluster from ``NODESxGPUS`` (e.g. ``16x4``) or a YAML file (nodes, gpus_per_node)."""
+    """A cluster from ``NODESxGPUS`` (e.g. ``16x4``) or a YAML file: one group (``nodes``,
+    ``gpus_per_node``, ``gpu_type``) or a list of them under ``groups``, optionally inside a
+    top-level ``cluster`` mapping."""
     match = _SHAPE.match(str(text))
     if match:
-        nodes, gpus = int(match.group(1)), int(match.group(2))
-        if nodes < 1 or gpus < 1:
-            raise InputError("--cluster", f"needs at least 1 node and 1 GPU per node, got {text}")
-        return ClusterSpec(nodes, gpus)
+        group = _checked_group(
+            {"nodes": int(match.group(1)), "gpus_per_node": int(match.group(2))}, "--cluster", ""
+        )
+        return ClusterSpec((group,))
     path = Path(text)
     if not path.is_file():
         raise InputError(
             "--cluster", f"expected NODESxGPUS (e.g. 16x4) or a YAML file, got {text!r}"
         )
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(path, "is not UTF-8 text") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         raise InputError(
@@ -53,29 +127,81 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
             f"malformed YAML ({getattr(err, 'problem', err)})",
             where=mark.line + 1 if mark else None,
         ) from None
+    if isinstance(data, dict) and "cluster" in data:
+        data = data["cluster"]
     if not isinstance(data, dict):
-        raise InputError(path, "expected a mapping with nodes and gpus_per_node")
-    data = data.get("cluster", data)
-    fields = {"nodes": int, "gpus_per_node": int, "gpu_type": str}
-    unknown = set(data) - set(fields)
+        raise InputError(path, "expected a mapping with nodes and gpus_per_node, or groups")
+    if "groups" in data:
+        extra = set(data) - {"groups"}
+        if extra:
+            raise InputError(path, f"unknown field(s) {sorted(extra)} beside groups")
+        entries = data["groups"]
+        if not isinstance(entries, list) or not entries:
+            raise InputError(path, "must be a non-empty list of node groups", where="field groups")
+        groups = [_checked_group(e, path, f"groups[{k}].") for k, e in enumerate(entries)]
+    else:
+        groups = [_checked_group(data, path, "")]
+    return _checked_types(ClusterSpec(tuple(groups)), path)
+
+
+def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
+    """One node group from a mapping, every field checked (one-line errors)."""
+    if not isinstance(data, dict):
+        raise InputError(source, "expected a mapping with nodes and gpus_per_node", where=prefix)
+    unknown = set(data) - set(_GROUP_FIELDS)
     if unknown:
-        raise InputError(path, f"unknown field(s) {sorted(unknown)}; expected {sorted(fields)}")
+        raise InputError(
+            source, f"unknown field(s) {sorted(unknown)}; expected {sorted(_GROUP_FIELDS)}"
+        )
+    limits = {"nodes": _MAX_NODES, "gpus_per_node": _MAX_GPUS_PER_NODE}
     values = {}
-    for key, kind in fields.items():
+    for key, kind in _GROUP_FIELDS.items():
+        where = f"field {prefix}{key}" if source != "--cluster" else None
         if key not in data:
+            if kind is int:
+                raise InputError(source, "is required", where=where)
             continue
         value = data[key]
-        if kind is int and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise InputError(
-                path, f"must be a positive integer, found {value!r}", where=f"field {key}"
-            )
+        if kind is int:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InputError(source, f"must be a positive integer, found {value!r}", where)
+            if value > limits[key]:
+                raise InputError(source, f"at most {limits[key]} supported, found {value}", where)
+        elif not isinstance(value, str) or not value.strip():
+            raise InputError(source, f"must be a GPU type name, found {value!r}", where)
         values[key] = kind(value)
-    return ClusterSpec(**values)
+    return NodeGroup(**values)
 
 
-def placement_of(row: NDArray) -> tuple[int, ...]:
+def _checked_types(cluster: ClusterSpec, source: str | Path) -> ClusterSpec:
+    """Refuse what GPU types cannot mean yet: a mix of types, or a type no profile knows."""
+    types = sorted(set(cluster.gpu_types))
+    if len(types) > 1:
+        raise InputError(
+            source, f"mixes GPU types {types}; heterogeneous clusters are not supported yet"
+        )
+    if types[0] not in KNOWN_GPU_TYPES:
+        raise InputError(
+            source,
+            f"GPU type {types[0]!r} has no profiles; known: {', '.join(KNOWN_GPU_TYPES)}",
+        )
+    return cluster
+
+
+def placement_of(row: Iterable) -> tuple[int, ...]:
     """GPUs on each used node, in node order (the reference's placement notation)."""
     return tuple(int(g) for g in row if g > 0)
+
+
+def packed_nodes(replicas, gpus_per_node: int):
+    """Fewest nodes that can hold ``replicas`` GPUs (elementwise for arrays)."""
+    return -(-replicas // gpus_per_node)
+
+
+def packed_placement(replicas: int, gpus_per_node: int) -> tuple[int, ...]:
+    """``replicas`` packed into full nodes plus a remainder, e.g. 10 on 4-GPU nodes -> (4, 4, 2)."""
+    full, rest = divmod(replicas, gpus_per_node)
+    return (gpus_per_node,) * full + ((rest,) if rest else ())
 
 
 def interference_flags(allocations: NDArray) -> NDArray[np.bool_]:

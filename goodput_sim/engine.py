@@ -1,32 +1,43 @@
-"""The discrete-event engine: arrivals and scheduling rounds on a simpy clock, with job progress
-advanced analytically between rounds (whole epochs at a time, vectorised with numpy).
+"""The discrete-event engine: arrivals, scheduling rounds and completions on a simpy clock,
+with job progress advanced analytically between rounds (whole epochs at a time, with numpy).
 
-Ground truth (profiles) advances jobs; policies see beliefs. Between two rounds a job's
-configuration and the scheduler's belief are fixed, so its progress rate is piecewise constant
-over epochs and its exact completion time follows from a cumulative sum. Beliefs are refitted
-when a policy asks for them, from the configurations the job has actually run (the reference
-refits mid-interval at every new configuration; here at most once per round, like the
-production library).
+The contract it enforces, once per round:
+
+1. the engine brings every active job's belief up to date (refitting only where new
+   observations call for it) and freezes it into the snapshot;
+2. the policy answers with a :class:`~goodput_sim.policies.base.Decision` (GPUs per node per
+   job), validated in one place;
+3. the engine asks each running job's batch agent for its per-GPU batch and accumulation on the
+   new allocation, from the job's frozen belief and the gradient statistics it measures.
+
+Ground truth (profiles) advances jobs; policies and agents see beliefs. Between two rounds a
+job's configuration is fixed, so its progress rate is piecewise constant over epochs and its
+exact completion time follows from a cumulative sum. Beliefs are refitted at most once per
+round, from the configurations the job has actually run (the reference refits mid-interval at
+every new configuration; the production library refits between rounds, as here).
 """
 
 from __future__ import annotations
 
+import enum
 import time as wallclock
+from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import simpy
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec, interference_flags
+from goodput_sim.agents import BatchAgent, get_agent
+from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placement
 from goodput_sim.errors import InputError
-from goodput_sim.jobs import Job, JobBelief, JobSpec
+from goodput_sim.jobs import FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
-from goodput_sim.policies.base import JobView, Policy, Snapshot
-from goodput_sim.policies.placement import packed_placement
-from goodput_sim.profiles.base import ApplicationProfile
+from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
+from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,23 @@ class SimConfig:
                 )
 
 
+class Cause(enum.Enum):
+    """Why the clock stopped: the typed value of every engine event."""
+
+    ARRIVAL = "arrival"
+    ROUND = "round"
+    COMPLETION = "completion"
+
+
+@dataclass(frozen=True)
+class SimEvent:
+    """The value of an engine event: its cause, its time and the job it concerns, if any."""
+
+    cause: Cause
+    time: float
+    job: str | None = None
+
+
 @dataclass
 class SimResult:
     """Everything a run produced: per-job and per-round tables plus run metadata."""
@@ -60,6 +88,7 @@ class SimResult:
     jobs: pd.DataFrame
     rounds: pd.DataFrame
     policy: dict
+    agent: dict
     config: dict
     cluster: dict
     wall_seconds: float
@@ -81,7 +110,12 @@ class _Plan:
 
 
 class Simulation:
-    """One run: a workload replayed on a cluster under one policy."""
+    """One run: a workload replayed on a cluster under one policy and one batch agent (the
+    policy's default unless given).
+
+    Clock state lives here: ``active`` (jobs arrived and not finished, in arrival order),
+    ``last_advance`` (when progress was last brought up to date) and ``completions`` (one
+    simpy event per job, succeeded when it finishes)."""
 
     def __init__(
         self,
@@ -90,11 +124,14 @@ class Simulation:
         policy: Policy,
         cluster: ClusterSpec | None = None,
         config: SimConfig | None = None,
+        agent: BatchAgent | None = None,
     ):
         self.cluster = cluster or ClusterSpec()
         self.config = config or SimConfig()
         self.policy = policy
+        self.agent = agent or get_agent(policy.default_agent)
         self.profiles = profiles
+        self.fit_memo = FitMemo()  # owned by this run: no other simulation shares its entries
         oracle_params = self._oracle_params(workload) if self.config.oracle else {}
         self.jobs = [
             Job(
@@ -106,72 +143,115 @@ class Simulation:
                     int(r.batch_size),
                 ),
                 profiles[r.application],
-                JobBelief(profiles[r.application].limits, oracle_params.get(r.application)),
+                JobBelief(
+                    profiles[r.application].limits,
+                    oracle_params.get(r.application),
+                    self.fit_memo,
+                ),
                 self.cluster.nodes,
             )
             for r in workload.itertuples(index=False)
         ]
         self.round_records: list[dict] = []
         self.policy_seconds: list[float] = []
+        self.env = simpy.Environment()
+        self.active: list[Job] = []
+        self.last_advance = 0.0
+        self.completions = {job.name: self.env.event() for job in self.jobs}
+        self._queue = sorted(self.jobs, key=lambda j: j.spec.arrival)  # stable: file order
+        self._arrived = 0  # jobs of the queue that have arrived
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:
         started = wallclock.perf_counter()
-        env = simpy.Environment()
-        done = env.process(self._rounds(env))
+        env = self.env
+        for job in self._queue:
+            # Scheduled from time 0, so each fires exactly at its arrival time, and before the
+            # round of that instant (created earlier; simpy keeps creation order on ties).
+            arrival = env.timeout(
+                job.spec.arrival, SimEvent(Cause.ARRIVAL, job.spec.arrival, job.name)
+            )
+            arrival.callbacks.append(self._on_arrival)
+        done = env.process(self._rounds())
         env.run(until=done)
         return SimResult(
             jobs=self._jobs_table(),
             rounds=pd.DataFrame(self.round_records),
             policy=self.policy.describe(),
+            agent=self.agent.describe(),
             config=asdict(self.config),
-            cluster=asdict(self.cluster),
+            cluster=self.cluster.describe(),
             wall_seconds=wallclock.perf_counter() - started,
             policy_seconds=self.policy_seconds,
         )
 
-    def _rounds(self, env: simpy.Environment):
+    def _on_arrival(self, event: simpy.Event) -> None:
+        """A job arrives: it becomes schedulable at the next round (at or after this time)."""
+        self.active.append(self._queue[self._arrived])
+        self._arrived += 1
+
+    def _rounds(self):
         """The scheduler's process: one round every ``interval`` seconds while jobs are active.
 
-        Arrivals are taken from a time-ordered queue at each round, so a job first becomes
-        schedulable at the first round at or after its arrival (as in the reference); with no
-        active job the clock jumps to the first round after the next arrival."""
+        A job first becomes schedulable at the first round at or after its arrival (as in the
+        reference); with no active job the clock jumps to the first round after the next
+        arrival."""
+        env = self.env
         interval = self.config.interval
         horizon = self.config.horizon
-        queue = sorted(self.jobs, key=lambda j: j.spec.arrival)
-        arrived = 0
-        active: list[Job] = []
-        last = 0.0
+        yield env.timeout(0, SimEvent(Cause.ROUND, 0.0))  # after the arrivals due at time 0
         while True:
             now = env.now
-            self._advance(active, last, now)
-            last = now
-            active = [job for job in active if not job.finished]
-            while arrived < len(queue) and queue[arrived].spec.arrival <= now:
-                active.append(queue[arrived])
-                arrived += 1
-            if (not active and arrived == len(queue)) or (horizon is not None and now >= horizon):
+            self._advance(self.active, self.last_advance, now)
+            self.last_advance = now
+            self._complete_finished(now)
+            waiting = len(self._queue) - self._arrived
+            if (not self.active and not waiting) or (horizon is not None and now >= horizon):
                 return
-            if active:
-                self._schedule(now, active)
+            if self.active:
+                self._schedule(now)
                 wait = interval
             else:
-                gap = queue[arrived].spec.arrival - now
+                gap = self._queue[self._arrived].spec.arrival - now
                 wait = max(np.ceil(gap / interval), 1) * interval
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
-            yield env.timeout(wait)
+            yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
+
+    def _complete_finished(self, now: float) -> None:
+        """Drop finished jobs from the active set and succeed their completion events (at this
+        round; the event's value carries the exact finish time)."""
+        still = []
+        for job in self.active:
+            if job.finished:
+                self.completions[job.name].succeed(
+                    SimEvent(Cause.COMPLETION, job.finish_time, job.name)
+                )
+            else:
+                still.append(job)
+        self.active = still
 
     # ----------------------------------------------------------------------------- schedule
-    def _schedule(self, now: float, active: list[Job]) -> None:
+    def _schedule(self, now: float) -> None:
+        active = self.active
+        refresh = self.policy.reads_beliefs or self.agent.reads_beliefs
         for job in active:
             self._update_grad_stats(job)
+            if refresh:
+                job.belief.refresh()
         views = tuple(self._view(job, now) for job in active)
         snapshot = Snapshot(now, self.cluster, views, self.config.restart_delay)
         started = wallclock.perf_counter()
         decision = self.policy.allocate(snapshot)
         self.policy_seconds.append(wallclock.perf_counter() - started)
-        rows = self._validated(decision, active)
+        if not isinstance(decision, Decision):
+            raise RuntimeError(
+                f"policy {self.policy.name} returned {type(decision).__name__}, "
+                "expected a goodput_sim.policies.Decision"
+            )
+        rows = decision.validated(
+            self.policy.name, [job.name for job in active], self.cluster.capacity
+        )
         for job in active:
             if not np.array_equal(rows[job.name], job.allocation):
                 self._reallocate(job, rows[job.name], now)
@@ -179,31 +259,11 @@ class Simulation:
             slowed = interference_flags(np.array([j.allocation for j in active]))
             for job, flag in zip(active, slowed, strict=True):
                 job.slowdown = self.config.interference if flag else 0.0
-        for job, view in zip(active, views, strict=True):
+        hints = decision.agent_hints
+        for job in active:
             if job.replicas:
-                self._ensure_plan(job, view)
+                self._ensure_plan(job, hints.get(job.name))
         self._record_round(now, active)
-
-    def _validated(self, decision: dict, active: list[Job]) -> dict[str, NDArray[np.int64]]:
-        """Check a decision: known jobs, non-negative, no node over-subscribed."""
-        names = {job.name for job in active}
-        unknown = set(decision) - names
-        if unknown:
-            raise RuntimeError(
-                f"policy {self.policy.name} allocated unknown jobs {sorted(unknown)}"
-            )
-        zeros = np.zeros(self.cluster.nodes, dtype=np.int64)
-        rows = {name: np.asarray(decision.get(name, zeros), dtype=np.int64) for name in names}
-        matrix = np.array(list(rows.values()))
-        if matrix.shape[1] != self.cluster.nodes or (matrix < 0).any():
-            raise RuntimeError(f"policy {self.policy.name} returned a malformed allocation")
-        used = matrix.sum(axis=0)
-        if (used > self.cluster.gpus_per_node).any():
-            raise RuntimeError(
-                f"policy {self.policy.name} over-subscribed node(s) "
-                f"{np.flatnonzero(used > self.cluster.gpus_per_node).tolist()}"
-            )
-        return rows
 
     def _reallocate(self, job: Job, row: NDArray[np.int64], now: float) -> None:
         had = job.replicas > 0 or job.start_time is not None
@@ -231,7 +291,7 @@ class Simulation:
             requested_batch=job.spec.requested_batch,
             limits=job.profile.limits,
             epoch=job.epoch,
-            belief=job.belief,
+            belief=job.belief.view(),
             truth=job.profile if self.policy.needs_oracle else None,
         )
 
@@ -245,24 +305,29 @@ class Simulation:
             job.belief.set_grad_stats(float(sqr), float(var))
 
     # ------------------------------------------------------------------------------ advance
-    def _ensure_plan(self, job: Job, view: JobView) -> None:
-        nodes, replicas = job.nodes_used, job.replicas
-        slowdown = job.slowdown
-        # Batch choices depend on the fitted parameters, not on the latest gradient statistics
-        # (each upcoming epoch's statistics are passed explicitly), so refits invalidate plans.
-        key = (job.belief.fits, slowdown)  # a reallocation drops the plan
+    def _ensure_plan(self, job: Job, hint: Mapping[str, Any] | None) -> None:
+        """The job's per-epoch plan on its allocation, asking its agent when something the plan
+        depends on changed: the allocation (a reallocation drops the plan), what of the belief
+        the agent reads, the interference slowdown, or the policy's hint."""
+        belief = job.belief.view()
+        key = (self.agent.depends_on(belief), job.slowdown, _hint_key(hint))
         if job.plan is not None and job.plan.key == key:
             return
         profile = job.profile
         epochs = np.arange(job.epoch, profile.limits.max_epochs)
         batch = job.total_batch or profile.limits.init_batch_size
+        # The gradient statistics the job will measure in each upcoming epoch, for agents that
+        # re-choose their batch every epoch (each epoch's are passed explicitly, so the plan
+        # need not change with the belief's current statistics).
         sqr, var = profile.grad_stats(batch, epochs)
-        local_bsz, accum = self.policy.batch_configs(view, nodes, replicas, sqr, var)
+        local_bsz, accum = self.agent.configs(
+            belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
+        )
         step, sync = profile.step_sync(job.placement, local_bsz)
-        total = replicas * local_bsz * (accum + 1)
+        total = job.replicas * local_bsz * (accum + 1)
         true_sqr, true_var = profile.grad_stats(total, epochs)
         m0 = profile.limits.init_batch_size
-        iteration = (step + (step - sync) * accum) / (1.0 - slowdown)
+        iteration = iteration_seconds(step, sync, accum) / (1.0 - job.slowdown)
         rate = gain(total, m0, true_sqr, true_var) / iteration
         job.plan = _Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
@@ -406,3 +471,8 @@ class Simulation:
             data = np.array(rows)
             out[app] = ThroughputModel().fit(*data.T).params_
         return out
+
+
+def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:
+    """A policy's per-job agent hint as part of a plan key."""
+    return None if not hint else tuple(sorted(hint.items()))

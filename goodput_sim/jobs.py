@@ -11,8 +11,9 @@ from numpy.typing import NDArray
 
 from goodput_sim.cluster import placement_of
 from goodput_sim.models.goodput import GoodputModel
+from goodput_sim.models.limits import Limits
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
-from goodput_sim.profiles.base import ApplicationProfile, Limits
+from goodput_sim.profiles.base import ApplicationProfile
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,81 @@ class JobSpec:
     requested_batch: int
 
 
-class JobBelief:
-    """What the scheduler knows about a job: a throughput model refitted from the (nodes,
-    replicas, per-GPU batch) configurations the job has actually run, and its latest gradient
-    statistics. In oracle mode the throughput parameters are given and never refitted."""
+class FitMemo:
+    """Throughput fits memoised by (warm start, observations), owned by one simulation.
 
-    def __init__(self, limits: Limits, oracle_params: ThroughputParams | None = None):
+    Jobs of one application often run the same configurations in the same order (a policy
+    treats identical jobs alike), so identical fits recur: in workload-6 under the
+    throughput-only policy two fits in three do. The key is every input of the fit, so a hit
+    returns exactly what a fresh fit would."""
+
+    def __init__(self, maxsize: int = 4096):
+        self.fitted = functools.lru_cache(maxsize=maxsize)(_fitted_params)
+
+
+def _fitted_params(
+    warm_start: ThroughputParams | None, rows: tuple[tuple[float, ...], ...]
+) -> ThroughputParams:
+    """Throughput parameters fitted to (nodes, replicas, b, accumulation s, step s) rows from
+    ``warm_start``."""
+    nodes, replicas, local_bsz, accum, step = np.array(rows, dtype=np.float64).T
+    return (
+        ThroughputModel(warm_start=warm_start).fit(nodes, replicas, local_bsz, accum, step).params_
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class BeliefView:
+    """A frozen copy of what the scheduler knows about a job at one round: fitted throughput
+    parameters (None before the first observation), measured gradient statistics and limits.
+    Policies and batch agents read only these; nothing they call changes engine state."""
+
+    params: ThroughputParams | None
+    grad_sqr: float
+    grad_var: float
+    limits: Limits
+    oracle: bool
+    version: int  # bumped whenever params or gradient statistics change
+    fits: int  # refits so far
+    profiled_replicas: int  # most GPUs of any configuration observed
+
+    def max_replicas(self, total_gpus: int) -> int:
+        """GPU cap that doubles with the largest size profiled (SPEC 6.2); none for an oracle."""
+        lim = self.limits
+        by_batch = max(lim.max_batch_size // lim.min_local_bsz, 1)
+        grown = total_gpus if self.oracle else max(2 * self.profiled_replicas, 1)
+        return int(min(grown, total_gpus, by_batch))
+
+    @functools.cached_property
+    def goodput_model(self) -> GoodputModel | None:
+        """The belief as a goodput model, or None before the first observation."""
+        if self.params is None:
+            return None
+        lim = self.limits
+        return GoodputModel(
+            self.params,
+            lim.init_batch_size,
+            lim.max_batch_size,
+            lim.min_local_bsz,
+            lim.max_local_bsz,
+            self.grad_sqr,
+            self.grad_var,
+        )
+
+
+class JobBelief:
+    """What the scheduler knows about a job, kept by the engine: a throughput model refitted
+    from the (nodes, replicas, per-GPU batch) configurations the job has actually run, and its
+    latest gradient statistics. The engine refreshes it once per round (:meth:`refresh`) and
+    hands policies and agents a frozen :meth:`view`. In oracle mode the throughput parameters
+    are given and never refitted."""
+
+    def __init__(
+        self,
+        limits: Limits,
+        oracle_params: ThroughputParams | None = None,
+        memo: FitMemo | None = None,
+    ):
         self.limits = limits
         self.oracle = oracle_params is not None
         self.params: ThroughputParams | None = oracle_params
@@ -42,7 +112,8 @@ class JobBelief:
         self.fits = 0
         self._stale = False
         self._max_replicas = 0  # most GPUs of any observed configuration
-        self._model: tuple[int, GoodputModel] | None = None  # (version, model) last built
+        self._memo = memo or FitMemo(maxsize=64)
+        self._view: BeliefView | None = None
 
     def observe(
         self, nodes: int, replicas: int, local_bsz: float, step: float, sync: float
@@ -75,52 +146,31 @@ class JobBelief:
         if not self._stale:
             return
         rows = tuple((*key, *times) for key, times in self.observations.items())
-        self.params = _fitted_params(self.params, rows)
+        self.params = self._memo.fitted(self.params, rows)
         self.fits += 1
         self.version += 1
         self._stale = False
 
-    def max_replicas(self, total_gpus: int) -> int:
-        """GPU cap that doubles with the largest size profiled (SPEC 6.2); none for an oracle."""
-        lim = self.limits
-        by_batch = max(lim.max_batch_size // lim.min_local_bsz, 1)
-        grown = total_gpus if self.oracle else max(2 * self._max_replicas, 1)
-        return int(min(grown, total_gpus, by_batch))
-
-    def goodput_model(self) -> GoodputModel | None:
-        """The current belief as a goodput model (refitted first if new configurations were
-        observed), or None before the first observation. Fitting happens only when a policy
-        asks, so fixed-batch policies never pay for it."""
-        self.refresh()
-        if self.params is None:
-            return None
-        if self._model is None or self._model[0] != self.version:
-            lim = self.limits
-            model = GoodputModel(
+    def view(self) -> BeliefView:
+        """The current belief, frozen (one object per state, so its goodput model is built
+        once however many readers ask)."""
+        view = self._view
+        if view is None or (view.version, view.profiled_replicas) != (
+            self.version,
+            self._max_replicas,
+        ):
+            view = BeliefView(
                 self.params,
-                lim.init_batch_size,
-                lim.max_batch_size,
-                lim.min_local_bsz,
-                lim.max_local_bsz,
                 self.grad_sqr,
                 self.grad_var,
+                self.limits,
+                self.oracle,
+                self.version,
+                self.fits,
+                self._max_replicas,
             )
-            self._model = (self.version, model)
-        return self._model[1]
-
-
-@functools.lru_cache(maxsize=4096)
-def _fitted_params(
-    warm_start: ThroughputParams | None, rows: tuple[tuple[float, ...], ...]
-) -> ThroughputParams:
-    """Throughput parameters fitted to (nodes, replicas, b, accumulation s, step s) rows from
-    ``warm_start``. Memoised: jobs of one application often run the same configurations in the
-    same order (a policy treats identical jobs alike), so identical fits recur; in workload-6
-    under the throughput-only policy two fits in three do."""
-    nodes, replicas, local_bsz, accum, step = np.array(rows, dtype=np.float64).T
-    return (
-        ThroughputModel(warm_start=warm_start).fit(nodes, replicas, local_bsz, accum, step).params_
-    )
+            self._view = view
+        return view
 
 
 @dataclass(eq=False)

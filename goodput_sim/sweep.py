@@ -7,14 +7,16 @@ Results do not depend on the number of processes: each run is a pure function of
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -28,24 +30,35 @@ from goodput_sim.metrics import summarize
 
 @dataclass(frozen=True)
 class SweepTask:
-    """One run of the grid."""
+    """One run of the grid (``params`` as sorted (key, value) pairs)."""
 
     policy: str
     workload: Path
     seed: int
+    agent: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
 
     def folder(self, out: Path) -> Path:
-        return out / self.workload.stem / f"{self.policy}-seed{self.seed}"
+        name = self.policy + (f"+{self.agent}" if self.agent else "")
+        if self.params:
+            text = json.dumps(self.params)
+            name += "-p" + hashlib.sha256(text.encode()).hexdigest()[:8]
+        return out / self.workload.stem / f"{name}-seed{self.seed}"
 
 
 def run_task(
     task: SweepTask, profiles: str | None, cluster: ClusterSpec, config: SimConfig, out: Path
 ) -> dict:
     """Run one task and write its folder atomically; returns its summary row."""
-    result = run(task.policy, task.workload, profiles, cluster, task.seed, config)
+    params = dict(task.params)
+    result = run(
+        task.policy, task.workload, profiles, cluster, task.seed, config, task.agent, params
+    )
     row = {
         "workload": task.workload.stem,
         "policy": task.policy,
+        "agent": result.agent["name"],
+        "params": json.dumps(params, sort_keys=True),
         "seed": task.seed,
         **summarize(result.jobs, cluster.total_gpus),
         "wall_seconds": result.wall_seconds,
@@ -72,17 +85,21 @@ def sweep(
     workers: int = 1,
     scheduler: str | None = None,
     progress: bool = True,
+    agent: str | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Run every (policy, workload, seed) not already in ``out``; return all summary rows."""
+    """Run every (policy, workload, seed) not already in ``out`` (with batch ``agent`` and
+    ``params`` for every run); return all summary rows."""
     out = Path(out)
     spec = as_cluster(cluster)
     config = config or SimConfig()
-    policies = check_policies(policies)
+    policies = check_policies(policies, agent, params)
+    pairs = tuple(sorted((str(k), str(v)) for k, v in (params or {}).items()))
     paths = [Path(w) for w in workloads]
     for path in paths:
         if not path.is_file():
             raise InputError(path, "workload file does not exist")
-    tasks = [SweepTask(p, w, s) for w, p, s in product(paths, policies, seeds)]
+    tasks = [SweepTask(p, w, s, agent, pairs) for w, p, s in product(paths, policies, seeds)]
     rows = {
         t: json.loads((t.folder(out) / "summary.json").read_text())
         for t in tasks

@@ -260,5 +260,26 @@ def test_policies_lists_every_policy():
 
     result = invoke("policies")
     assert result.exit_code == 0
-    listed = [line.split()[0] for line in result.output.splitlines() if line.strip()]
+    lines = result.output.splitlines()
+    agents = lines.index("agents:")
+    listed = [
+        line.split()[0].rstrip(":")
+        for line in lines[1:agents]
+        if line.startswith("  ") and not line.startswith("    ")
+    ]
     assert listed == policy_names()
+    assert "  goodput (aliases: pollux): " in result.output
+    assert "    --param p=-1.0  (float in [-10, 1])" in result.output
+    assert [line.split(":")[0].strip() for line in lines[agents + 1 : -1]] == [
+        "fixed",
+        "goodput",
+        "throughput",
+    ]
+    data = json.loads(invoke("policies", "--format", "json").output)
+    assert data["policies"]["tiresias"]["default_agent"] == "fixed"
+    assert data["policies"]["goodput"]["default_agent"] == "goodput"
+    assert {p["name"] for p in data["policies"]["goodput"]["params"]} == {
+        "p",
+        "restart_penalty",
+        "interference_avoidance",
+    }

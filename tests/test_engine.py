@@ -3,6 +3,7 @@ restart delays, the horizon, determinism, beliefs versus ground truth, interfere
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -15,11 +16,11 @@ from goodput_sim import api
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
-from goodput_sim.jobs import JobBelief, _fitted_params
+from goodput_sim.jobs import BeliefView, FitMemo, JobBelief
 from goodput_sim.models.throughput import ThroughputModel
 from goodput_sim.policies import base as policy_base
 from goodput_sim.policies import get_policy, policy_names, register
-from goodput_sim.policies.base import Policy
+from goodput_sim.policies.base import Decision, Policy
 from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.profiles import load_profiles
@@ -40,7 +41,7 @@ MIXED = pd.DataFrame(
     ],
     columns=COLUMNS,
 )
-SMALL_CLUSTER = ClusterSpec(2, 4)
+SMALL_CLUSTER = ClusterSpec.uniform(2, 4)
 
 
 @pytest.fixture(scope="module")
@@ -91,20 +92,20 @@ def rounds_csv(result, tmp_path: Path) -> pd.DataFrame:
 @pytest.mark.parametrize("policy", policy_names())
 def test_every_round_respects_the_cluster_and_accounting(policy, profiles, monkeypatch, tmp_path):
     decisions = []
-    original = Simulation._validated
+    original = Decision.validated
 
-    def checked(self, decision, active):
-        rows = original(self, decision, active)
-        matrix = np.array([rows[job.name] for job in active])
-        assert matrix.shape == (len(active), self.cluster.nodes)
+    def checked(self, policy_name, names, capacity):
+        rows = original(self, policy_name, names, capacity)
+        matrix = np.array([rows[name] for name in names])
+        assert matrix.shape == (len(names), SMALL_CLUSTER.nodes)
         assert (matrix >= 0).all()
-        assert (matrix.sum(axis=0) <= self.cluster.gpus_per_node).all()
-        for name, row in decision.items():
+        assert (matrix.sum(axis=0) <= SMALL_CLUSTER.capacity).all()
+        for name, row in self.allocations.items():
             assert row is not None and (np.asarray(row) >= 0).all(), name
         decisions.append(matrix)
         return rows
 
-    monkeypatch.setattr(Simulation, "_validated", checked)
+    monkeypatch.setattr(Decision, "validated", checked)
     horizon = 3600.0
     config = SimConfig(horizon=horizon)
     sim = Simulation(MIXED, profiles, get_policy(policy), SMALL_CLUSTER, config)
@@ -186,7 +187,7 @@ def test_restart_delay_is_paid_on_every_allocation_change(profiles, monkeypatch,
         workload(("c", 0, "cifar10", 4, 2048)),
         profiles,
         get_policy("goodput"),
-        ClusterSpec(16, 4),
+        ClusterSpec.uniform(16, 4),
         config,
     )
     result = sim.run()
@@ -302,16 +303,21 @@ def test_beliefs_start_unprofiled_and_are_refitted(profiles, registered):
     SpyGoodput.seen = []
     result = api.run("test-spy-goodput", MIXED.iloc[:4], profiles, cluster="2x4")
     assert result.jobs["finished"].all()
-    first = {}
+    views: dict[str, list] = {}
     for _, name, truth, belief, params in SpyGoodput.seen:
         assert truth is None
-        first.setdefault(name, (belief, params))
-    assert set(first) == set(MIXED["name"].iloc[:4])
-    for belief, params in first.values():
-        assert params is None  # unprofiled at its first round
-        assert not belief.oracle
-        assert belief.fits > 0 and belief.params is not None  # refitted from what it ran
-        assert belief.observations
+        assert isinstance(belief, BeliefView) and belief.params is params
+        views.setdefault(name, []).append(belief)
+    assert set(views) == set(MIXED["name"].iloc[:4])
+    for seen in views.values():
+        first, last = seen[0], seen[-1]
+        assert first.params is None and first.fits == 0  # unprofiled at its first round
+        assert not first.oracle
+        assert last.fits > 0 and last.params is not None  # refitted from what it ran
+        # Frozen: the view a policy saw in its first round still says what it said then.
+        assert first.params is None and first.goodput_model is None
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            first.params = last.params
 
 
 def test_identical_observation_histories_share_one_fit(profiles):
@@ -319,14 +325,17 @@ def test_identical_observation_histories_share_one_fit(profiles):
     second from the fit memo, which equals a fresh fit from the same warm start."""
     limits = profiles["cifar10"].limits
     history = [(1, 1, 128.0, 0.10, 0.10), (1, 2, 128.0, 0.10, 0.12), (2, 4, 128.0, 0.10, 0.16)]
-    first, second = JobBelief(limits), JobBelief(limits)
-    hits = _fitted_params.cache_info().hits
+    memo = FitMemo()
+    first, second = JobBelief(limits, memo=memo), JobBelief(limits, memo=memo)
     for nodes, replicas, b, step, sync in history:
         for belief in (first, second):
             belief.observe(nodes, replicas, b, step, sync)
             belief.refresh()
     assert first.params == second.params
-    assert _fitted_params.cache_info().hits >= hits + len(history)
+    assert memo.fitted.cache_info().hits == len(history)
+    assert memo.fitted.cache_info().misses == len(history)
+    # Another simulation's memo shares nothing with this one.
+    assert FitMemo().fitted.cache_info().currsize == 0
     warm = JobBelief(limits)
     for nodes, replicas, b, step, sync in history[:2]:
         warm.observe(nodes, replicas, b, step, sync)
@@ -369,14 +378,18 @@ class Pinned(Policy):
     }
 
     def allocate(self, snapshot):
-        return {v.name: np.array(self.ROWS[v.name], dtype=np.int64) for v in snapshot.jobs}
+        return Decision(
+            {v.name: np.array(self.ROWS[v.name], dtype=np.int64) for v in snapshot.jobs}
+        )
 
 
 def test_interference_slows_only_distributed_jobs_sharing_a_node(profiles):
     wl = workload(*[(n, 0, "cifar10", 4, 2048) for n in "abcd"])
     finish = {}
     for level in (0.0, 0.5):
-        sim = Simulation(wl, profiles, Pinned(), ClusterSpec(5, 4), SimConfig(interference=level))
+        sim = Simulation(
+            wl, profiles, Pinned(), ClusterSpec.uniform(5, 4), SimConfig(interference=level)
+        )
         jobs = sim.run().jobs.set_index("name")
         assert jobs["finished"].all()
         finish[level] = jobs["finish"]

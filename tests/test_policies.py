@@ -16,7 +16,7 @@ from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.jobs import JobBelief
 from goodput_sim.metrics import summarize
-from goodput_sim.policies import JobView, Snapshot, get_policy, policy_names
+from goodput_sim.policies import Decision, JobView, Snapshot, get_policy, policy_names
 from goodput_sim.policies.elastic import Goodput, ThroughputOnly
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.policies.greedy import solve_greedy
@@ -78,14 +78,21 @@ class Views:
                     requested_batch=batch,
                     limits=profile.limits,
                     epoch=0,
-                    belief=self.beliefs[name],
+                    belief=self._frozen_belief(name),
                     truth=profile if self.truth else None,
                 )
             )
         return Snapshot(now, self.cluster, tuple(views), 30.0)
 
+    def _frozen_belief(self, name: str):
+        """The belief as the engine hands it over: refreshed, then frozen."""
+        self.beliefs[name].refresh()
+        return self.beliefs[name].view()
+
     def apply(self, decision, snapshot: Snapshot, interval: float = 60.0) -> None:
         """Take a decision as the engine would; check it fits the cluster."""
+        assert isinstance(decision, Decision)
+        decision = decision.allocations
         names = [v.name for v in snapshot.jobs]
         assert set(decision) <= set(names)
         zeros = np.zeros(self.cluster.nodes, dtype=np.int64)
@@ -145,7 +152,7 @@ def test_only_optimus_needs_the_oracle():
 
 # --------------------------------------------------------------------------------- tiresias
 def test_tiresias_gang_schedules_with_skip_ahead(profiles):
-    cluster = ClusterSpec(2, 4)
+    cluster = ClusterSpec.uniform(2, 4)
     views = Views(
         cluster,
         profiles,
@@ -171,7 +178,7 @@ def test_tiresias_gang_schedules_with_skip_ahead(profiles):
 
 def test_tiresias_demotes_after_16_gpu_hours(profiles):
     assert QUEUE_THRESHOLD == 57_600
-    cluster = ClusterSpec(1, 4)
+    cluster = ClusterSpec.uniform(1, 4)
     views = Views(
         cluster,
         profiles,
@@ -228,7 +235,7 @@ def test_tiresias_gangs_in_the_engine(profiles):
 
 # ------------------------------------------------------------------------------------- fifo
 def test_fifo_is_non_preemptive_and_backfills(profiles):
-    cluster = ClusterSpec(1, 4)
+    cluster = ClusterSpec.uniform(1, 4)
     views = Views(
         cluster,
         profiles,
@@ -278,7 +285,7 @@ def _mixed_jobs(count: int):
 
 @pytest.mark.parametrize("count", [1, 5, 8])
 def test_optimus_gives_every_job_a_gpu_when_they_suffice(count, profiles):
-    cluster = ClusterSpec(2, 4)
+    cluster = ClusterSpec.uniform(2, 4)
     views = Views(cluster, profiles, _mixed_jobs(count), truth=True)
     policy = Optimus()
     for now in (0.0, 60.0, 120.0):
@@ -292,7 +299,7 @@ def test_optimus_gives_every_job_a_gpu_when_they_suffice(count, profiles):
 
 
 def test_optimus_short_of_gpus_serves_arrival_order(profiles):
-    cluster = ClusterSpec(2, 4)
+    cluster = ClusterSpec.uniform(2, 4)
     views = Views(cluster, profiles, _mixed_jobs(11), truth=True)
     snap = views.snapshot(0.0)
     views.apply(Optimus().allocate(snap), snap)
@@ -306,7 +313,7 @@ def oracle_beliefs(profiles):
     wl = pd.DataFrame(
         [(a, 0, a, 1, 64) for a in ("cifar10", "ncf", "bert", "deepspeech2")], columns=COLUMNS
     )
-    sim = Simulation(wl, profiles, Fifo(), ClusterSpec(4, 4), SimConfig(oracle=True))
+    sim = Simulation(wl, profiles, Fifo(), ClusterSpec.uniform(4, 4), SimConfig(oracle=True))
     return {job.spec.application: job.belief.params for job in sim.jobs}
 
 
@@ -325,7 +332,7 @@ def _elastic_views(profiles, oracle_beliefs, count: int, cluster: ClusterSpec) -
 @pytest.mark.parametrize("cls", [Goodput, ThroughputOnly])
 @pytest.mark.parametrize("count", [3, 6, 12])
 def test_elastic_greedy_is_feasible_and_deterministic(cls, count, profiles, oracle_beliefs):
-    cluster = ClusterSpec(4, 4)
+    cluster = ClusterSpec.uniform(4, 4)
     views = _elastic_views(profiles, oracle_beliefs, count, cluster)
     policy = cls()
     for now in (120.0, 180.0, 240.0):
@@ -333,13 +340,13 @@ def test_elastic_greedy_is_feasible_and_deterministic(cls, count, profiles, orac
         problem = policy.problem(snap)
         allocation = solve_greedy(problem, cluster.total_gpus)
         assert problem.feasible(allocation)
-        decision = policy.allocate(snap)
-        again = cls().allocate(snap)
+        decision = policy.allocate(snap).allocations
+        again = cls().allocate(snap).allocations
         assert decision.keys() == again.keys()
         for name in decision:
             assert np.array_equal(decision[name], again[name])
         assert np.array_equal(np.array([decision[n] for n in problem.names]), allocation)
-        views.apply(decision, snap)
+        views.apply(Decision(decision), snap)
         if count < cluster.total_gpus:
             assert all(views.replicas(n) >= 1 for n in views.jobs), now
     # Profiled jobs grow beyond one GPU when GPUs are plentiful.

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spec_formulas import by_hand
 
+from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.throughput import (
     PARAM_NAMES,
     TINY,
@@ -16,7 +17,6 @@ from goodput_sim.models.throughput import (
     _LogFitObjective,
     network_time,
     step_times,
-    throughput,
 )
 
 PARAMS = ThroughputParams(
@@ -63,8 +63,9 @@ def test_step_times_vectorised_and_throughput():
     *_, t_iter = step_times(PARAMS, nodes, replicas, b, s)
     for i in range(4):
         assert t_iter[i] == pytest.approx(by_hand(PARAMS, nodes[i], replicas[i], b[i], s[i])[2])
+    model = GoodputModel(PARAMS, 32, 4096, 1, 1024, 1.0, 0.0)
     np.testing.assert_allclose(
-        throughput(PARAMS, nodes, replicas, b, s), replicas * b * (s + 1) / t_iter
+        model.throughput(nodes, replicas, b, s), replicas * b * (s + 1) / t_iter
     )
 
 

@@ -21,6 +21,7 @@ from goodput_sim.api import (
 )
 from goodput_sim.cli import main
 from goodput_sim.engine import SimConfig
+from goodput_sim.params import parse_assignments
 from goodput_sim.plots import avg_jct_bars, jct_cdf
 
 _policies_option = click.option(
@@ -40,6 +41,18 @@ _cluster_option = click.option(
     default="16x4",
     show_default=True,
     help="NODESxGPUS or a cluster YAML file (see configs/).",
+)
+_agent_option = click.option(
+    "--agent",
+    default=None,
+    help="Batch agent for every job (default: the policy's own; see `goodput-sim policies`).",
+)
+_param_option = click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Policy or agent parameter (repeatable; see `goodput-sim policies`).",
 )
 
 
@@ -82,6 +95,8 @@ def _common(func):
         click.option(
             "--oracle", is_flag=True, help="Policies see true throughput, not online fits."
         ),
+        _agent_option,
+        _param_option,
     ]
     for option in reversed(options):
         func = option(func)
@@ -89,13 +104,15 @@ def _common(func):
 
 
 def _split_options(options: dict) -> tuple[dict, SimConfig]:
-    """Separate the engine settings of ``_common`` from the input options."""
+    """Separate the engine settings of ``_common`` from the input options (``params`` parsed
+    from its ``KEY=VALUE`` items)."""
     config = SimConfig(
         **{
             k: options.pop(k)
             for k in ("interval", "restart_delay", "interference", "horizon", "oracle")
         }
     )
+    options["params"] = parse_assignments(options["params"])
     return options, config
 
 
@@ -118,7 +135,8 @@ def run_cmd(policy: str, out: Path | None, **options) -> None:
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
     profiles, seed = inputs["profiles"], inputs["seed"]
-    result = run(policy, workload, profiles, inputs["cluster"], seed, config)
+    agent, params = inputs["agent"], inputs["params"]
+    result = run(policy, workload, profiles, inputs["cluster"], seed, config, agent, params)
     out = out or Path("results") / f"{policy}-{Path(workload).stem}"
     write_run(result, out, _inputs(workload, profiles), seed)
     jobs = result.jobs
@@ -191,10 +209,12 @@ def _compare_and_report(
     profiles: Path | None = None,
     cluster: str = "16x4",
     seed: int = 0,
+    agent: str | None = None,
+    params: dict | None = None,
 ) -> None:
     """Run ``compare``, write its results folder ``out`` and print the table (or JSON)."""
     workload = workload or bundled_workload()
-    comparison = compare(names, workload, profiles, cluster, seed, config, workers)
+    comparison = compare(names, workload, profiles, cluster, seed, config, workers, agent, params)
     write_comparison(comparison, out, _inputs(workload, profiles), seed)
     if fmt == "json":
         click.echo(json.dumps(comparison.as_json(), indent=2, sort_keys=True))
@@ -241,13 +261,17 @@ def demo_cmd(out: Path, workers: int) -> None:
 
 
 @main.command("policies")
-def policies_cmd() -> None:
-    """List the registered policies."""
-    from goodput_sim.policies import get_policy, policy_names
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def policies_cmd(fmt: str) -> None:
+    """List the registered policies and batch agents: aliases, default agent, parameters."""
+    from goodput_sim.catalog import catalog, catalog_text
 
-    for name in policy_names():
-        doc = (type(get_policy(name)).__doc__ or "").strip().splitlines()[0]
-        click.echo(f"{name:<11} {doc}")
+    if fmt == "json":
+        click.echo(json.dumps(catalog(), indent=2, sort_keys=True))
+    else:
+        click.echo(catalog_text())
 
 
 @main.command("validate")
@@ -291,12 +315,16 @@ def validate_cmd(reference: Path) -> None:
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @_profiles_option
 @_cluster_option
+@_agent_option
+@_param_option
 @click.option("--workers", type=int, default=2, show_default=True, help="Local processes.")
 @click.option("--scheduler", default=None, help="Dask scheduler address (runs there instead).")
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("results/sweep"), show_default=True
 )
-def sweep_cmd(policies, workloads, seeds, profiles, cluster, workers, scheduler, out) -> None:
+def sweep_cmd(
+    policies, workloads, seeds, profiles, cluster, agent, params, workers, scheduler, out
+) -> None:
     """Run a resumable grid of policies x workloads x seeds; finished runs are kept."""
     from goodput_sim.sweep import sweep
 
@@ -316,6 +344,8 @@ def sweep_cmd(policies, workloads, seeds, profiles, cluster, workers, scheduler,
         cluster,
         workers=workers,
         scheduler=scheduler,
+        agent=agent,
+        params=parse_assignments(params),
     )
     pivot = table.pivot_table(index="workload", columns="policy", values="avg_jct") / 3600
     click.echo("average JCT (hours)")

@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.models.efficiency import gain
+from goodput_sim.models.limits import Limits
 from goodput_sim.models.throughput import ThroughputParams, step_times
-from goodput_sim.profiles.base import Limits
 
 CANDIDATES = 50  # geometrically spaced total-batch candidates per allocation (SPEC 4.2)
 _FRACTIONS = np.linspace(0.0, 1.0, CANDIDATES)[None, :]

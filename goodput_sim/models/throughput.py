@@ -63,6 +63,13 @@ def _network_seconds(alpha_n, beta_n, alpha_r, beta_r, across, within, extra) ->
     return np.where(across, inter, np.where(within, intra, TINY + TINY * extra))
 
 
+def gamma_norm(a: ArrayLike, b: ArrayLike, gamma: ArrayLike) -> NDArray:
+    """``(a^g + b^g)^(1/g)``, the overlap of compute and communication, computed as
+    ``m * (1 + (x/m)^g)^(1/g)`` with ``m = max(a, b)`` to avoid overflow."""
+    big, small = np.maximum(a, b), np.minimum(a, b)
+    return big * (1.0 + (small / big) ** gamma) ** (1.0 / gamma)
+
+
 def step_times(
     params: ThroughputParams,
     nodes: ArrayLike,
@@ -73,20 +80,9 @@ def step_times(
     """(T_acc, T_sync, T_iter): micro-step, synchronising-step and whole-iteration seconds."""
     t_acc = params.alpha_c + params.beta_c * np.asarray(local_bsz, dtype=np.float64)
     t_net = network_time(params, nodes, replicas)
-    g = params.gamma
-    # (a^g + b^g)^(1/g) computed as m * (1 + (x/m)^g)^(1/g) with m = max, to avoid overflow.
-    big = np.maximum(t_acc, t_net)
-    small = np.minimum(t_acc, t_net)
-    t_sync = big * (1.0 + (small / big) ** g) ** (1.0 / g)
+    t_sync = gamma_norm(t_acc, t_net, params.gamma)
     t_iter = np.asarray(accum_steps, dtype=np.float64) * t_acc + t_sync
     return t_acc, t_sync, t_iter
-
-
-def throughput(params: ThroughputParams, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
-    """Samples per second: ``R * b * (s + 1) / T_iter``."""
-    *_, t_iter = step_times(params, nodes, replicas, local_bsz, accum_steps)
-    total = np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1)
-    return total / t_iter
 
 
 class _LogFitObjective:

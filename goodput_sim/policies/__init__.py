@@ -7,8 +7,20 @@ from goodput_sim.policies.base import (
     Policy,
     Snapshot,
     get_policy,
+    policy_aliases,
+    policy_class,
     policy_names,
     register,
 )
 
-__all__ = ["Decision", "JobView", "Policy", "Snapshot", "get_policy", "policy_names", "register"]
+__all__ = [
+    "Decision",
+    "JobView",
+    "Policy",
+    "Snapshot",
+    "get_policy",
+    "policy_aliases",
+    "policy_class",
+    "policy_names",
+    "register",
+]

@@ -1,30 +1,30 @@
-"""The policy interface: a read-only snapshot in, a typed decision out.
+"""The policy interface: a frozen snapshot in, a typed decision out.
 
-A policy overrides one or two hooks:
+A policy overrides :meth:`Policy.allocate`: GPUs per node for every active job. It does not
+choose batch sizes: each job's batch agent (:mod:`goodput_sim.agents`) does, asked by the
+engine after the allocation; a policy names its ``default_agent`` and may pass per-job hints.
 
-* :meth:`Policy.allocate` (required): GPUs per node for every active job;
-* :meth:`Policy.batch_configs` (optional): per-GPU batch and accumulation steps a job uses on an
-  allocation, for each upcoming epoch. The default keeps the job's requested total batch.
-
-Policies see beliefs only (:class:`~goodput_sim.jobs.JobBelief`). A policy that is an oracle by
-definition (Optimus+Oracle) sets ``needs_oracle = True`` and receives each job's true profile.
+Policies see frozen beliefs only (:class:`~goodput_sim.jobs.BeliefView`). A policy that is an
+oracle by definition (Optimus+Oracle) sets ``needs_oracle = True`` and receives each job's true
+profile. Parameters are declared as data (``params``) and validated by :func:`get_policy`.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.errors import InputError
-from goodput_sim.jobs import JobBelief
-from goodput_sim.models.goodput import fixed_batch_config
-from goodput_sim.profiles.base import ApplicationProfile, Limits
+from goodput_sim.jobs import BeliefView
+from goodput_sim.models.limits import Limits
+from goodput_sim.params import Param, resolve
+from goodput_sim.profiles.base import ApplicationProfile
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class JobView:
     requested_batch: int
     limits: Limits
     epoch: int
-    belief: JobBelief
+    belief: BeliefView
     truth: ApplicationProfile | None = None  # only for policies with needs_oracle
 
     @property
@@ -60,45 +60,64 @@ class Snapshot:
     restart_delay: float
 
 
-def fixed_configs(
-    limits: Limits, total_batch: float, replicas: int, shape: tuple[int, ...]
-) -> tuple[NDArray, NDArray]:
-    """The same fixed-batch (b, s) for every upcoming epoch, as arrays of ``shape``."""
-    b, s = fixed_batch_config(total_batch, replicas, limits)
-    return np.full(shape, float(b)), np.full(shape, float(s))
+@dataclass(frozen=True)
+class Decision:
+    """A policy's answer for one round: GPUs on each node per job (jobs left out, or all
+    zeros, get nothing) and optional per-job hints for the jobs' batch agents."""
 
+    allocations: Mapping[str, NDArray[np.int64]]
+    agent_hints: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-Decision = dict[str, NDArray[np.int64]]
-"""Job name -> GPUs on each node (all zeros: not running). Jobs left out keep nothing."""
+    def validated(
+        self, policy: str, names: list[str], capacity: NDArray[np.int64]
+    ) -> dict[str, NDArray[np.int64]]:
+        """Every job's row, after checking the decision in one place: known jobs, integer rows
+        of one entry per node, non-negative, no node over its capacity. An illegal decision is
+        a bug in the policy: ``RuntimeError`` naming the policy and the job or node."""
+        known = set(names)
+        for kind, keys in (("allocated", self.allocations), ("hinted", self.agent_hints)):
+            unknown = sorted(set(keys) - known)
+            if unknown:
+                raise RuntimeError(f"policy {policy} {kind} unknown job {unknown[0]!r}")
+        zeros = np.zeros(len(capacity), dtype=np.int64)
+        rows = {}
+        for name in names:
+            row = np.asarray(self.allocations.get(name, zeros))
+            if row.shape != zeros.shape or not np.issubdtype(row.dtype, np.integer):
+                raise RuntimeError(
+                    f"policy {policy} gave job {name!r} a malformed row {row.tolist()!r}; "
+                    f"expected {len(capacity)} integers"
+                )
+            if (row < 0).any():
+                raise RuntimeError(f"policy {policy} gave job {name!r} negative GPUs")
+            rows[name] = row.astype(np.int64, copy=False)
+        used = np.sum(list(rows.values()), axis=0) if rows else zeros
+        over = np.flatnonzero(used > capacity)
+        if len(over):
+            raise RuntimeError(f"policy {policy} over-subscribed node(s) {over.tolist()}")
+        return rows
 
 
 class Policy(ABC):
-    """Base class of every scheduling policy; see the module docstring for the hooks."""
+    """Base class of every scheduling policy; see the module docstring for the contract."""
 
     name: ClassVar[str]
     needs_oracle: ClassVar[bool] = False
+    default_agent: ClassVar[str] = "fixed"
+    params: ClassVar[tuple[Param, ...]] = ()
+    reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, **values: Any):
         self.seed = seed
+        self.values = resolve(type(self).params, values, f"policy {self.name}")
 
     @abstractmethod
     def allocate(self, snapshot: Snapshot) -> Decision:
         """Choose every active job's GPUs per node for the next interval."""
 
-    def batch_configs(
-        self, job: JobView, nodes: int, replicas: int, grad_sqr: NDArray, grad_var: NDArray
-    ) -> tuple[NDArray, NDArray]:
-        """(per-GPU batch, accumulation steps) for each upcoming epoch on this allocation.
-
-        ``grad_sqr``/``grad_var`` hold, per upcoming epoch, the gradient statistics the job will
-        measure then (adaptive jobs re-choose their batch at every epoch, SPEC 5.3). The default
-        keeps the job's requested total batch.
-        """
-        return fixed_configs(job.limits, job.requested_batch, replicas, np.shape(grad_sqr))
-
     def describe(self) -> dict:
         """Parameters that define this policy, for the results manifest."""
-        return {"name": self.name, "seed": self.seed}
+        return {"name": self.name, "seed": self.seed, **self.values}
 
 
 _REGISTRY: dict[str, type[Policy]] = {}
@@ -121,14 +140,24 @@ def policy_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_policy(name: str, **params) -> Policy:
-    """Instantiate a registered policy by name or alias."""
+def policy_aliases(name: str) -> list[str]:
+    """The aliases of a registered policy."""
+    return sorted(alias for alias, target in _ALIASES.items() if target == name)
+
+
+def policy_class(name: str) -> type[Policy]:
+    """A registered policy class by name or alias."""
     _load_plugins()
     key = _ALIASES.get(name, name)
     if key not in _REGISTRY:
         known = ", ".join(policy_names() + sorted(_ALIASES))
         raise InputError("--policy", f"unknown policy {name!r}; known: {known}")
-    return _REGISTRY[key](**params)
+    return _REGISTRY[key]
+
+
+def get_policy(name: str, params: Mapping[str, Any] | None = None, seed: int = 0) -> Policy:
+    """Instantiate a registered policy by name or alias, its parameters validated."""
+    return policy_class(name)(seed=seed, **dict(params or {}))
 
 
 def _load_plugins() -> None:

@@ -12,40 +12,58 @@ base goodput packs the fair share onto ceil(fair_R / GPUs-per-node) nodes instea
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.agents.adaptive import without_statistics
+from goodput_sim.cluster import packed_nodes
 from goodput_sim.models.goodput import GoodputModel
-from goodput_sim.policies.base import (
-    Decision,
-    JobView,
-    Policy,
-    Snapshot,
-    fixed_configs,
-    register,
-)
+from goodput_sim.params import Param
+from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.greedy import solve_greedy
-from goodput_sim.policies.placement import packed_nodes
-from goodput_sim.policies.problem import AllocationProblem, speedup_table
+from goodput_sim.policies.problem import AllocationProblem, Fairness, speedup_table
+
+ELASTIC_PARAMS = (
+    Param(
+        "p",
+        float,
+        -1.0,
+        "fairness exponent of the power mean of speedups (-1: harmonic mean, as Pollux; "
+        "1: total speedup; 0: geometric mean)",
+        low=-10.0,
+        high=1.0,
+    ),
+    Param("restart_penalty", bool, True, "discount a job's speedup when its row changes"),
+    Param(
+        "interference_avoidance",
+        bool,
+        True,
+        "at most one distributed job per node (SPEC 6.3)",
+    ),
+)
 
 
 class ElasticPolicy(Policy):
     """Shared machinery; subclasses choose the statistic (goodput or raw throughput)."""
 
     statistical: bool = True
+    params = ELASTIC_PARAMS
 
-    def __init__(self, seed: int = 0, restart_penalty: bool = True):
-        super().__init__(seed)
-        self.restart_penalty = restart_penalty
+    def __init__(self, seed: int = 0, **values):
+        super().__init__(seed, **values)
+        self.fairness = Fairness(self.values["p"])
         self._tables: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
+        # Memoised per policy (one per simulation): jobs of one application that ran the same
+        # configurations share fitted parameters (:class:`goodput_sim.jobs.FitMemo`), and so
+        # their tables.
+        self._goodput_table = functools.lru_cache(maxsize=4096)(_goodput_table)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
         allocation = solve_greedy(problem, snapshot.cluster.total_gpus)
-        return dict(zip(problem.names, allocation, strict=True))
+        return Decision(dict(zip(problem.names, allocation, strict=True)))
 
     def problem(self, snapshot: Snapshot) -> AllocationProblem:
         """The round's allocation problem, jobs in least-attained-service order."""
@@ -62,7 +80,7 @@ class ElasticPolicy(Policy):
         penalties = np.array(
             [
                 max(job.age - delay * job.num_restarts, 0.0) / (job.age + delay)
-                if self.restart_penalty and job.age + delay > 0
+                if self.values["restart_penalty"] and job.age + delay > 0
                 else 1.0
                 for job in jobs
             ]
@@ -71,7 +89,14 @@ class ElasticPolicy(Policy):
             len(jobs), cluster.nodes
         )
         return AllocationProblem(
-            names, np.array(caps, dtype=np.int64), penalties, current, cluster.gpus_per_node, tables
+            names,
+            np.array(caps, dtype=np.int64),
+            penalties,
+            current,
+            cluster.capacity,
+            tables,
+            self.fairness,
+            self.values["interference_avoidance"],
         )
 
     def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
@@ -82,15 +107,15 @@ class ElasticPolicy(Policy):
         ``statistical``) and the cap or fair share, so an arrival (new fair share) only
         rescales the table."""
         cluster = snapshot.cluster
-        model = job.belief.goodput_model()  # refits first if needed, which bumps the version
+        model = job.belief.goodput_model
         if model is None:  # not yet profiled: assume linear scaling
             return speedup_table(lambda n, r: r / fair, cap, cluster.nodes, cluster.gpus_per_node)
         belief = job.belief.version if self.statistical else job.belief.fits
         cached = self._tables[job.name]
         if cached.get("table", (None,))[0] != (belief, cap):
             if not self.statistical:
-                model = _without_statistics(model)
-            values = _goodput_table(
+                model = without_statistics(model)
+            values = self._goodput_table(
                 model, self.statistical, cap, cluster.nodes, cluster.gpus_per_node
             )
             cached["table"] = ((belief, cap), values)
@@ -104,53 +129,19 @@ class ElasticPolicy(Policy):
             cached["base"] = ((belief, fair), base)
         return cached["table"][1] / cached["base"][1]
 
-    def batch_configs(self, job, nodes, replicas, grad_sqr, grad_var):
-        model = job.belief.goodput_model()
-        if model is None:  # before the first observation: a fixed, safe batch (SPEC 5.3)
-            lim = job.limits
-            total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
-            return fixed_configs(lim, total, replicas, np.shape(grad_sqr))
-        size = np.shape(grad_sqr)
-        if not self.statistical:  # gradient statistics do not matter: one choice for all epochs
-            local_bsz, accum_steps = _fastest_config(_without_statistics(model), nodes, replicas)
-            return np.full(size, local_bsz), np.full(size, accum_steps)
-        choice = model.optimize(nodes, replicas, True, grad_sqr, grad_var)
-        return choice.local_bsz, choice.accum_steps
-
     def describe(self) -> dict:
-        return {
-            **super().describe(),
-            "restart_penalty": self.restart_penalty,
-            "optimizer": "greedy",
-        }
+        return {**super().describe(), "optimizer": "greedy"}
 
 
-def _without_statistics(model: GoodputModel) -> GoodputModel:
-    """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
-    fitted parameters then have equal models and share memoised results."""
-    return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
-
-
-@functools.lru_cache(maxsize=4096)
 def _goodput_table(
     model: GoodputModel, statistical: bool, cap: int, nodes: int, gpus_per_node: int
 ) -> NDArray:
-    """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only). Memoised:
-    jobs of one application that ran the same configurations share fitted parameters (see
-    :func:`goodput_sim.jobs._fitted_params`), and so their tables."""
+    """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only)."""
     table = speedup_table(
         lambda n, r: model.optimize(n, r, statistical).goodput, cap, nodes, gpus_per_node
     )
     table.flags.writeable = False
     return table
-
-
-@functools.lru_cache(maxsize=4096)
-def _fastest_config(model: GoodputModel, nodes: int, replicas: int) -> tuple[float, float]:
-    """(per-GPU batch, accumulation steps) with the most examples per second; memoised like
-    :func:`_goodput_table`."""
-    choice = model.optimize(nodes, replicas, statistical=False)
-    return float(choice.local_bsz[0]), float(choice.accum_steps[0])
 
 
 @register("pollux")
@@ -159,6 +150,7 @@ class Goodput(ElasticPolicy):
 
     name = "goodput"
     statistical = True
+    default_agent = "goodput"
 
 
 @register("throughput-only")
@@ -167,26 +159,4 @@ class ThroughputOnly(ElasticPolicy):
 
     name = "throughput"
     statistical = False
-
-
-class RecordingGoodput(Goodput):
-    """The goodput policy, keeping every round's allocation problem (and the cluster's GPU
-    count) so optimisers can be compared on exactly the rounds a run met."""
-
-    name = "goodput-recording"
-
-    def __init__(self, seed: int = 0, restart_penalty: bool = True):
-        super().__init__(seed, restart_penalty)
-        self.problems: list[tuple[AllocationProblem, int]] = []
-
-    def problem(self, snapshot: Snapshot) -> AllocationProblem:
-        problem = super().problem(snapshot)
-        self.problems.append((problem, snapshot.cluster.total_gpus))
-        return problem
-
-
-def sample_rounds(problems: list, count: int, min_jobs: int = 2) -> list:
-    """``count`` recorded rounds with at least ``min_jobs`` jobs, evenly spread over the run."""
-    busy = [p for p in problems if p[0].num_jobs >= min_jobs]
-    picks = np.unique(np.linspace(0, len(busy) - 1, count).astype(int))
-    return [busy[i] for i in picks]
+    default_agent = "throughput"

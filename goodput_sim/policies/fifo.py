@@ -12,6 +12,7 @@ class Fifo(Policy):
     later job that fits starts ahead of an earlier one that does not (backfill)."""
 
     name = "fifo"
+    reads_beliefs = False
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         counts = {job.name: job.replicas or job.requested_replicas for job in snapshot.jobs}

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Snapshot, register
-from goodput_sim.policies.elastic import Goodput
-from goodput_sim.policies.problem import AllocationProblem
+from goodput_sim.policies.elastic import ELASTIC_PARAMS, Goodput
+from goodput_sim.policies.problem import AllocationProblem, distributed_cells
 
 POPULATION = 100
 GENERATIONS = 100
@@ -22,9 +23,9 @@ GENERATIONS = 100
 
 def repair(pop: NDArray[np.int64], problem: AllocationProblem, rng: np.random.Generator) -> NDArray:
     """Interference avoidance, per-job caps (random node order), node capacity (job order)."""
-    used = pop > 0
-    distributed = used & (used.sum(axis=2) > 1)[:, :, None]
-    pop = np.where(distributed & (np.cumsum(distributed, axis=1) > 1), 0, pop)
+    if problem.interference_avoidance:
+        distributed = distributed_cells(pop)
+        pop = np.where(distributed & (np.cumsum(distributed, axis=1) > 1), 0, pop)
     order = np.argsort(rng.random(pop.shape), axis=2)
     permuted = np.take_along_axis(pop, order, axis=2)
     before = np.cumsum(permuted, axis=2) - permuted
@@ -32,13 +33,13 @@ def repair(pop: NDArray[np.int64], problem: AllocationProblem, rng: np.random.Ge
     pop = np.empty_like(pop)
     np.put_along_axis(pop, order, permuted, axis=2)
     before = np.cumsum(pop, axis=1) - pop
-    return np.clip(problem.gpus_per_node - before, 0, pop)
+    return np.clip(problem.capacity - before, 0, pop)
 
 
 def mutate(pop: NDArray[np.int64], problem: AllocationProblem, rng: np.random.Generator) -> NDArray:
     """Reset rows to the current allocation, thin rows, then grow into free GPUs."""
     p, j, n = pop.shape
-    g = problem.gpus_per_node
+    g = problem.capacity
     reset = rng.random((p, j)) < 0.1
     pop = np.where(reset[:, :, None], problem.current[None], pop)
     thin = (rng.random((p, j)) < 0.1)[:, :, None] & (rng.random(pop.shape) < 0.1)
@@ -92,16 +93,15 @@ class GoodputGenetic(Goodput):
     """Goodput policy searched by the seeded genetic algorithm (reference-sized by default)."""
 
     name = "goodput-ga"
+    params = (
+        *ELASTIC_PARAMS,
+        Param("population", int, POPULATION, "individuals per generation", low=2, high=10_000),
+        Param("generations", int, GENERATIONS, "generations per round", low=1, high=10_000),
+    )
 
-    def __init__(
-        self,
-        seed: int = 0,
-        restart_penalty: bool = True,
-        population: int = POPULATION,
-        generations: int = GENERATIONS,
-    ):
-        super().__init__(seed, restart_penalty)
-        self.population, self.generations = population, generations
+    def __init__(self, seed: int = 0, **values):
+        super().__init__(seed, **values)
+        self.population, self.generations = self.values["population"], self.values["generations"]
         self._round = 0
 
     def allocate(self, snapshot: Snapshot) -> Decision:
@@ -113,12 +113,7 @@ class GoodputGenetic(Goodput):
             population=self.population,
             generations=self.generations,
         )
-        return dict(zip(problem.names, best, strict=True))
+        return Decision(dict(zip(problem.names, best, strict=True)))
 
     def describe(self) -> dict:
-        return {
-            **super().describe(),
-            "optimizer": "genetic",
-            "population": self.population,
-            "generations": self.generations,
-        }
+        return {**super().describe(), "optimizer": "genetic"}

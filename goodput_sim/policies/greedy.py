@@ -16,14 +16,15 @@ import heapq
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.cluster import packed_nodes
 from goodput_sim.policies.local_search import local_search
-from goodput_sim.policies.placement import packed_nodes
-from goodput_sim.policies.problem import EPSILON, AllocationProblem
+from goodput_sim.policies.problem import AllocationProblem, distributed_cells
 
 
 def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
-    """(jobs x GPUs) inverse values ``1/(value + 1e-3)`` of each job at each GPU count under
-    packed placement; keeping the current count keeps the row (no restart penalty)."""
+    """(jobs x GPUs) costs (p = -1: inverse values ``1/(value + 1e-3)``) of each job at each
+    GPU count under packed placement; keeping the current count keeps the row (no restart
+    penalty)."""
     g = problem.gpus_per_node
     table = problem.table
     jobs, rows, width = table.shape
@@ -35,7 +36,7 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
     keeps = np.flatnonzero((kept > 0) & (kept <= problem.caps))
     value[keeps, kept[keeps]] = table[keeps, kept_nodes[keeps], kept[keeps]] / g
     value[:, 0] = 0.0
-    cost = 1.0 / (value + EPSILON)
+    cost = problem.fairness.cost(value)
     cost[r[None, :] > problem.caps[:, None]] = np.inf
     return cost
 
@@ -114,10 +115,10 @@ def place(
     current = problem.current
     keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
     allocation = np.where(keep[:, None], current, 0)
-    used = allocation > 0
     # Per-node state as plain lists: a job is placed with a few scalar steps per node.
-    free = (g - allocation.sum(axis=0)).tolist()
-    taken = (used & (used.sum(axis=1) > 1)[:, None]).any(axis=0).tolist()
+    free = (problem.capacity - allocation.sum(axis=0)).tolist()
+    avoid = problem.interference_avoidance
+    taken = (distributed_cells(allocation).any(axis=0) & avoid).tolist()
     wanted = counts.tolist()
     order = sorted(np.flatnonzero(~keep & (counts > 0)).tolist(), key=lambda j: (-wanted[j], j))
     for j in order:
@@ -127,14 +128,14 @@ def place(
                 for node, gpus in cells:
                     allocation[j, node] = gpus
                     free[node] -= gpus
-                    taken[node] = taken[node] or len(cells) > 1
+                    taken[node] = taken[node] or (avoid and len(cells) > 1)
                 break
     return allocation
 
 
 def _pack(replicas: int, free: list[int], taken: list[bool], g: int) -> list | None:
     """(node, GPUs) cells for ``replicas`` GPUs: the best-fit node if one node holds them, else
-    the fullest open nodes without another distributed job; None if impossible."""
+    the fullest open nodes (``taken``: holding another distributed job); None if impossible."""
     if replicas <= g:
         fits = [(f, node) for node, f in enumerate(free) if f >= replicas]
         if fits:

@@ -2,7 +2,7 @@
 
 A move hands ``amount`` GPUs on one node to a job, taken from the free GPUs or from another
 job. Only the two rows involved change, so feasibility (caps, interference avoidance; node
-capacity holds by construction) and the objective's sum of inverse values are updated from
+capacity holds by construction) and the objective (a sum of per-job costs) are updated from
 per-job and per-node counts: O(moves) per step whatever the cluster size.
 A second kind of move puts a job back on its current row (avoiding its restart penalty), taking
 the GPUs it needs from jobs that are moving anyway; those few are scored in full.
@@ -13,25 +13,26 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.policies.problem import EPSILON, AllocationProblem
+from goodput_sim.policies.problem import AllocationProblem
 
 
-def _inverse(problem: AllocationProblem, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
-    """``1/(value + 1e-3)`` of jobs at (replicas, nodes), changed rows penalised."""
-    return 1.0 / (problem.job_values(jobs, replicas, nodes, changed) + EPSILON)
+def _cost(problem: AllocationProblem, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
+    """Costs (p = -1: ``1/(value + 1e-3)``) of jobs at (replicas, nodes), changed rows
+    penalised."""
+    return problem.fairness.cost(problem.job_values(jobs, replicas, nodes, changed))
 
 
-def _best_transfer(problem, best, inverse):
-    """The best feasible single move and its change of the inverse-value sum.
+def _best_transfer(problem, best, cost):
+    """The best feasible single move and its change of the cost-value sum.
 
     Every quantity a move changes (the two jobs' GPUs, nodes used and changed-row flags, and
     the number of distributed jobs on the nodes involved) is computed per move from per-job and
     per-node counts, so scoring costs O(moves) whatever the cluster size."""
     jobs = best.shape[0]
-    g = problem.gpus_per_node
+    capacity = problem.capacity
     current = problem.current
     used = best > 0
-    free = g - best.sum(axis=0)
+    free = capacity - best.sum(axis=0)
     count = used.sum(axis=1)
     distributed = count > 1
     crowd = (used & distributed[:, None]).sum(axis=0)
@@ -48,7 +49,7 @@ def _best_transfer(problem, best, inverse):
     own_b, own_n = np.nonzero(used & (free > 0)[None, :])
     add_b = np.concatenate([np.repeat(np.arange(jobs), len(representatives)), own_b])
     add_n = np.concatenate([np.tile(representatives, jobs), own_n])
-    full = best == g
+    full = best == capacity[None, :]
     give_a, give_n = np.nonzero(used & (~full | (full & (np.cumsum(full, axis=1) == 1))))
     take_b = np.tile(np.arange(jobs), len(give_a))
     give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
@@ -92,11 +93,11 @@ def _best_transfer(problem, best, inverse):
     home_b = home[b]
     a_leaves_home = gives & used_flat[a * nodes + home_b] & distributed[a] & ~dist_a
     on_home = crowd[home_b] + 1 - a_leaves_home
-    ok = (on_node <= 1) & (~newly | (on_home <= 1))
+    ok = (on_node <= 1) & (~newly | (on_home <= 1)) | (not problem.interference_avoidance)
     ok &= replicas[b] + amount <= problem.caps[b]
-    delta = _inverse(problem, b, replicas[b] + amount, count_b, differ_b > 0) - inverse[b]
+    delta = _cost(problem, b, replicas[b] + amount, count_b, differ_b > 0) - cost[b]
     left = np.where(gives, replicas[a] - amount, replicas[a])
-    delta_a = _inverse(problem, a, left, count_a, differ_a > 0) - inverse[a]
+    delta_a = _cost(problem, a, left, count_a, differ_a > 0) - cost[a]
     delta = np.where(ok, delta + np.where(gives, delta_a, 0.0), np.inf)
     top = int(np.argmin(delta))
     if not np.isfinite(delta[top]):
@@ -115,7 +116,7 @@ def _restorations(problem: AllocationProblem, allocation, changed) -> NDArray[np
     moved = np.flatnonzero(changed)
     out = np.repeat(allocation[None], len(moved), axis=0)
     out[np.arange(len(moved)), moved] = problem.current[moved]
-    over = np.maximum(out.sum(axis=1) - problem.gpus_per_node, 0)  # (candidates x nodes)
+    over = np.maximum(out.sum(axis=1) - problem.capacity, 0)  # (candidates x nodes)
     donors = moved[::-1]
     held = out[:, donors, :] * (donors[None, :] != moved[:, None])[:, :, None]
     # Each donor in turn gives what is still missing on each node, up to what it holds.
@@ -137,14 +138,17 @@ def local_search(
     score = None
     for _ in range(max_steps):
         changed = (best != problem.current).any(axis=1)
-        inverse = _inverse(problem, jobs, best.sum(axis=1), (best > 0).sum(axis=1), changed)
-        total = inverse.sum()
+        cost = _cost(problem, jobs, best.sum(axis=1), (best > 0).sum(axis=1), changed)
+        total = cost.sum()
         if score is None:
-            score = problem.num_jobs / total
-        moved, delta = _best_transfer(problem, best, inverse)
+            score = problem.fairness.score(total, problem.num_jobs)
+        moved, delta = _best_transfer(problem, best, cost)
         candidate, candidate_score = best, score
         if moved is not None and delta < 0:
-            candidate, candidate_score = moved, problem.num_jobs / (total + delta)
+            candidate, candidate_score = (
+                moved,
+                problem.fairness.score(total + delta, problem.num_jobs),
+            )
         stack = _restorations(problem, best, changed) if changed.any() else ()
         if len(stack):
             values = problem.objective(stack)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from goodput_sim.cluster import packed_placement
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
-from goodput_sim.policies.placement import keep_or_fill, packed_placement
+from goodput_sim.policies.placement import keep_or_fill
+from goodput_sim.profiles.base import iteration_seconds
 
 
 @register("optimus+oracle")
@@ -17,9 +19,10 @@ class Optimus(Policy):
 
     name = "optimus"
     needs_oracle = True
+    reads_beliefs = False
 
-    def __init__(self, seed: int = 0):
-        super().__init__(seed)
+    def __init__(self, seed: int = 0, **values):
+        super().__init__(seed, **values)
         self._time_cache: dict[tuple, float] = {}  # iteration seconds per (app, batch, GPUs)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
@@ -66,5 +69,5 @@ class Optimus(Policy):
                 job.requested_batch, replicas, job.limits, accumulate_on_one_gpu=True
             )
             step, sync = job.truth.step_sync(packed_placement(replicas, gpus_per_node), b)
-            cache[key] = float(step + (step - sync) * s)
+            cache[key] = float(iteration_seconds(step, sync, s))
         return cache[key]

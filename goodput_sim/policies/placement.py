@@ -27,8 +27,8 @@ def fill_most_free(needed: int, free: NDArray[np.int64]) -> NDArray[np.int64] | 
 def keep_or_fill(jobs: list[JobView], counts: dict[str, int], cluster: ClusterSpec) -> Decision:
     """Rows for GPU counts per job: a running job whose count is unchanged keeps its row; the
     others, in the order of ``jobs``, take GPUs from the most-free nodes (left out if short)."""
-    free = np.full(cluster.nodes, cluster.gpus_per_node, dtype=np.int64)
-    decision: Decision = {}
+    free = cluster.capacity.copy()
+    decision: dict[str, NDArray[np.int64]] = {}
     for job in jobs:
         if counts.get(job.name, 0) > 0 and job.replicas == counts[job.name]:
             decision[job.name] = job.allocation.copy()
@@ -38,15 +38,4 @@ def keep_or_fill(jobs: list[JobView], counts: dict[str, int], cluster: ClusterSp
             row = fill_most_free(counts[job.name], free)
             if row is not None:
                 decision[job.name] = row
-    return decision
-
-
-def packed_nodes(replicas, gpus_per_node: int):
-    """Fewest nodes that can hold ``replicas`` GPUs (elementwise for arrays)."""
-    return -(-replicas // gpus_per_node)
-
-
-def packed_placement(replicas: int, gpus_per_node: int) -> tuple[int, ...]:
-    """``replicas`` packed into full nodes plus a remainder, e.g. 10 on 4-GPU nodes -> (4, 4, 2)."""
-    full, rest = divmod(replicas, gpus_per_node)
-    return (gpus_per_node,) * full + ((rest,) if rest else ())
+    return Decision(decision)

@@ -2,8 +2,10 @@
 
 Decision: A[j, n] GPUs of job j on node n. Each job's value is its speedup at (nodes used, GPUs)
 relative to its goodput at a fair share of the cluster, scaled by 1/GPUs-per-node and multiplied
-by the restart penalty if its row changes; the objective is the p = -1 power mean (harmonic
-mean) of ``value + 1e-3``, so leaving a job without GPUs costs 1000 in the sum of inverses.
+by the restart penalty if its row changes; the objective is the power mean with exponent p
+(default -1, the harmonic mean) of ``value + 1e-3``, so with p = -1 leaving a job without GPUs
+costs 1000 in the sum of inverses. Optimisers minimise the sum of per-job costs
+(:class:`Fairness`), which orders allocations as the power mean does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,33 @@ SpeedupFn = Callable[[NDArray, NDArray], NDArray]
 """(nodes, replicas) arrays -> speedup array (0 where replicas is 0)."""
 
 
+@dataclass(frozen=True)
+class Fairness:
+    """The power mean with exponent ``p`` of per-job values, as a sum of per-job costs.
+
+    For p < 0 the cost is ``x**p`` (p = -1: ``1/x``), for p = 0 ``-log x``, for p > 0 ``-x**p``,
+    with ``x = value + 1e-3``; a smaller sum is a larger power mean (:meth:`score`)."""
+
+    p: float = -1.0
+
+    def cost(self, value: NDArray) -> NDArray:
+        x = value + EPSILON
+        if self.p == -1:
+            return 1.0 / x
+        if self.p == 0:
+            return -np.log(x)
+        return x**self.p if self.p < 0 else -(x**self.p)
+
+    def score(self, total, count: int):
+        """The power mean of ``count`` values whose costs sum to ``total``."""
+        if self.p == -1:
+            return count / total
+        if self.p == 0:
+            return np.exp(-total / count)
+        mean = total / count if self.p < 0 else -total / count
+        return mean ** (1.0 / self.p)
+
+
 @dataclass
 class AllocationProblem:
     """Inputs of one round: jobs in priority order (least attained service first)."""
@@ -29,8 +58,16 @@ class AllocationProblem:
     caps: NDArray[np.int64]  # per-job GPU cap
     penalties: NDArray[np.float64]  # multiplier on value when the job's row changes
     current: NDArray[np.int64]  # (jobs x nodes) allocation now
-    gpus_per_node: int
+    capacity: NDArray[np.int64] | int  # GPUs on each node (an int: the same on every node)
     speedup_tables: list[NDArray]  # per job: [min(nodes, 2), replicas] speedups (speedup_table)
+    fairness: Fairness = Fairness()
+    interference_avoidance: bool = True  # at most one distributed job per node
+
+    def __post_init__(self) -> None:
+        capacity = np.asarray(self.capacity, dtype=np.int64)
+        self.capacity = np.broadcast_to(capacity, self.current.shape[1:]).copy()
+        # GPUs of the largest node: the unit of the value scale and of packed placements.
+        self.gpus_per_node = int(self.capacity.max()) if self.capacity.size else 0
 
     @property
     def num_jobs(self) -> int:
@@ -72,11 +109,11 @@ class AllocationProblem:
         )
 
     def objective(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Harmonic mean of values (higher is better), per individual."""
+        """Power mean of values (higher is better), per individual."""
         if self.num_jobs == 0:
             return np.zeros(len(population))
-        inverse = 1.0 / (self.values(population) + EPSILON)
-        return self.num_jobs / inverse.sum(axis=1)
+        costs = self.fairness.cost(self.values(population))
+        return self.fairness.score(costs.sum(axis=1), self.num_jobs)
 
     def feasible(self, allocation: NDArray[np.int64]) -> bool:
         """Capacity, caps and interference avoidance (at most one distributed job per node)."""
@@ -84,12 +121,19 @@ class AllocationProblem:
 
     def feasible_each(self, population: NDArray[np.int64]) -> NDArray[np.bool_]:
         """:meth:`feasible` for each allocation of a (pop x jobs x nodes) population."""
-        ok = (population.sum(axis=1) <= self.gpus_per_node).all(axis=1)
+        ok = (population.sum(axis=1) <= self.capacity).all(axis=1)
         ok &= (population >= 0).all(axis=(1, 2))
         ok &= (population.sum(axis=2) <= self.caps).all(axis=1)
-        used = population > 0
-        distributed = used.sum(axis=2) > 1
-        return ok & ((used & distributed[:, :, None]).sum(axis=1) <= 1).all(axis=1)
+        if not self.interference_avoidance:
+            return ok
+        return ok & (distributed_cells(population).sum(axis=1) <= 1).all(axis=1)
+
+
+def distributed_cells(population: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Cells of jobs spread over more than one node, for a (... x jobs x nodes) array: the
+    jobs that interference avoidance keeps to one per node."""
+    used = population > 0
+    return used & (used.sum(axis=-1) > 1)[..., None]
 
 
 def speedup_table(speedup: SpeedupFn, cap: int, num_nodes: int, gpus_per_node: int) -> NDArray:

@@ -3,6 +3,7 @@ requested GPUs and batch size (SPEC 7.2; Gu et al., NSDI'19)."""
 
 from __future__ import annotations
 
+from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Policy, Snapshot, register
 from goodput_sim.policies.placement import keep_or_fill
 
@@ -14,10 +15,21 @@ class Tiresias(Policy):
     """2D-LAS with two queues; demotion after 16 GPU-hours, no promotion, skip-ahead admission."""
 
     name = "tiresias"
+    reads_beliefs = False
+    params = (
+        Param(
+            "queue_threshold",
+            float,
+            float(QUEUE_THRESHOLD),
+            "GPU-seconds of attained service before a job is demoted to the low queue",
+            low=0.0,
+            high=1e12,
+        ),
+    )
 
-    def __init__(self, seed: int = 0, queue_threshold: float = QUEUE_THRESHOLD):
-        super().__init__(seed)
-        self.queue_threshold = queue_threshold
+    def __init__(self, seed: int = 0, **values):
+        super().__init__(seed, **values)
+        self.queue_threshold = self.values["queue_threshold"]
         self.queues: tuple[list[str], list[str]] = ([], [])
 
     def allocate(self, snapshot: Snapshot) -> Decision:
@@ -40,6 +52,3 @@ class Tiresias(Policy):
                 remaining -= jobs[name].requested_replicas
         counts = {job.name: job.requested_replicas for job in admitted}
         return keep_or_fill(admitted, counts, snapshot.cluster)
-
-    def describe(self) -> dict:
-        return {**super().describe(), "queue_threshold": self.queue_threshold}

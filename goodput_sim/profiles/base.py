@@ -7,8 +7,8 @@ measurements, interpolated) and :class:`~goodput_sim.profiles.parametric.Paramet
 
 from __future__ import annotations
 
+import bisect
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -16,20 +16,17 @@ from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 from scipy.spatial import QhullError
 
 from goodput_sim.cluster import placement_of
+from goodput_sim.models.limits import Limits
 
 Placement = tuple[int, ...]
 """GPUs used on each node that holds at least one replica of a job, e.g. (4, 4, 2)."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Batch-size and length limits of an application (SPEC 1.6)."""
-
-    init_batch_size: int  # M0: the reference batch that progress is measured against
-    max_batch_size: int
-    min_local_bsz: int
-    max_local_bsz: int
-    max_epochs: int
+def iteration_seconds(step: ArrayLike, sync: ArrayLike, accum_steps: ArrayLike) -> NDArray:
+    """Seconds of one optimizer step with ``accum_steps`` extra micro-steps, from a profile's
+    (step, sync) times: each accumulation micro-step costs the step without its
+    synchronisation."""
+    return step + (step - sync) * accum_steps
 
 
 def canonical_placement(placement: ArrayLike) -> Placement:
@@ -54,6 +51,41 @@ def linear_or_nearest(
         return LinearNDInterpolator(points, values), nearest
     except (QhullError, ValueError):
         return nearest, nearest
+
+
+def interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) -> NDArray:
+    """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2).
+
+    ``table`` is (keys x epochs) or (keys x epochs x k); trailing axes are carried through."""
+    if np.ndim(key) == 0:  # one batch size (per job and round, or per plan): scalar weights
+        return _interp_at(keys, table, float(key), row)
+    key = np.asarray(key, dtype=np.float64)
+    if key.shape == np.shape(row) and key.size and (key == key.flat[0]).all():
+        return _interp_at(keys, table, float(key.flat[0]), row)  # e.g. a fixed batch per epoch
+    key = np.clip(key, keys[0], keys[-1])
+    row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
+    # ``key`` lies within the keys, so both searches land inside the table.
+    hi = np.searchsorted(keys, key, side="left")
+    lo = np.searchsorted(keys, key, side="right") - 1
+    span = keys[hi] - keys[lo]
+    weight = np.divide(key - keys[lo], span, out=np.zeros_like(key), where=span > 0)
+    weight = np.expand_dims(weight, tuple(range(weight.ndim, weight.ndim + table.ndim - 2)))
+    return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
+
+
+def _interp_at(keys: NDArray, table: NDArray, key: float, row: ArrayLike) -> NDArray:
+    """:func:`interp_rows` for one key."""
+    key = min(max(key, keys[0]), keys[-1])
+    last = table.shape[1] - 1
+    if np.ndim(row):
+        row = np.clip(np.asarray(row, dtype=np.int64), 0, last)
+    else:
+        row = min(max(int(row), 0), last)
+    hi = bisect.bisect_left(keys, key)
+    lo = bisect.bisect_right(keys, key) - 1
+    span = keys[hi] - keys[lo]
+    weight = (key - keys[lo]) / span if span > 0 else 0.0
+    return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
 
 
 class ApplicationProfile(ABC):

@@ -17,9 +17,10 @@ from scipy.optimize import least_squares
 
 from goodput_sim import __version__
 from goodput_sim.models.efficiency import efficiency
+from goodput_sim.models.throughput import gamma_norm
 from goodput_sim.profiles.base import ApplicationProfile
 from goodput_sim.profiles.measured import MeasuredProfile
-from goodput_sim.profiles.parametric import SCHEMA_VERSION, ParametricProfile, gamma_norm
+from goodput_sim.profiles.parametric import SCHEMA_VERSION, ParametricProfile
 
 STEP_WEIGHT = 3.0  # step time is what the engine uses most; compute time matters for accumulation
 ROBUST_SCALE = 0.01  # soft-L1 transition at 1% log error

@@ -13,7 +13,6 @@ allocation a policy picks has a defined answer instead of a crash:
 
 from __future__ import annotations
 
-import bisect
 import re
 from functools import cached_property
 from pathlib import Path
@@ -24,11 +23,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
 from goodput_sim.errors import InputError
+from goodput_sim.models.limits import Limits
 from goodput_sim.profiles.base import (
     ApplicationProfile,
-    Limits,
     Placement,
     canonical_placement,
+    interp_rows,
     linear_or_nearest,
 )
 
@@ -130,41 +130,6 @@ def _data_lines(path: Path) -> list[int]:
     with path.open(encoding="utf-8") as handle:
         nonblank = [number for number, text in enumerate(handle, start=1) if text.strip()]
     return nonblank[1:]
-
-
-def _interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) -> NDArray:
-    """Linear interpolation between the two rows of ``table`` that bracket ``key`` (SPEC 2.2).
-
-    ``table`` is (keys x epochs) or (keys x epochs x k); trailing axes are carried through."""
-    if np.ndim(key) == 0:  # one batch size (per job and round, or per plan): scalar weights
-        return _interp_at(keys, table, float(key), row)
-    key = np.asarray(key, dtype=np.float64)
-    if key.shape == np.shape(row) and key.size and (key == key.flat[0]).all():
-        return _interp_at(keys, table, float(key.flat[0]), row)  # e.g. a fixed batch per epoch
-    key = np.clip(key, keys[0], keys[-1])
-    row = np.clip(np.asarray(row, dtype=np.int64), 0, table.shape[1] - 1)
-    # ``key`` lies within the keys, so both searches land inside the table.
-    hi = np.searchsorted(keys, key, side="left")
-    lo = np.searchsorted(keys, key, side="right") - 1
-    span = keys[hi] - keys[lo]
-    weight = np.divide(key - keys[lo], span, out=np.zeros_like(key), where=span > 0)
-    weight = np.expand_dims(weight, tuple(range(weight.ndim, weight.ndim + table.ndim - 2)))
-    return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
-
-
-def _interp_at(keys: NDArray, table: NDArray, key: float, row: ArrayLike) -> NDArray:
-    """:func:`_interp_rows` for one key."""
-    key = min(max(key, keys[0]), keys[-1])
-    last = table.shape[1] - 1
-    if np.ndim(row):
-        row = np.clip(np.asarray(row, dtype=np.int64), 0, last)
-    else:
-        row = min(max(int(row), 0), last)
-    hi = bisect.bisect_left(keys, key)
-    lo = bisect.bisect_right(keys, key) - 1
-    span = keys[hi] - keys[lo]
-    weight = (key - keys[lo]) / span if span > 0 else 0.0
-    return (1.0 - weight) * table[lo, row] + weight * table[hi, row]
 
 
 class MeasuredProfile(ApplicationProfile):
@@ -297,11 +262,11 @@ class MeasuredProfile(ApplicationProfile):
 
     # ------------------------------------------------------------------ statistical efficiency
     def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
-        stats = _interp_rows(self.batch_sizes, self._grad_stats, batch_size, epoch)
+        stats = interp_rows(self.batch_sizes, self._grad_stats, batch_size, epoch)
         return stats[..., 0], stats[..., 1]
 
     def iterations(self, batch_size: ArrayLike, epoch: ArrayLike) -> NDArray:
-        return _interp_rows(self.batch_sizes, self._iteration, batch_size, epoch)
+        return interp_rows(self.batch_sizes, self._iteration, batch_size, epoch)
 
     def measurements(self) -> pd.DataFrame:
         """Every throughput measurement as rows of (placement, nodes, replicas, b, step, sync);

@@ -20,22 +20,17 @@ from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.errors import InputError
 from goodput_sim.models.efficiency import gain
+from goodput_sim.models.limits import Limits
+from goodput_sim.models.throughput import gamma_norm
 from goodput_sim.profiles.base import (
     ApplicationProfile,
-    Limits,
     Placement,
     canonical_placement,
+    interp_rows,
     linear_or_nearest,
 )
-from goodput_sim.profiles.measured import _interp_rows
 
 SCHEMA_VERSION = 1
-
-
-def gamma_norm(a: NDArray, b: NDArray, gamma: ArrayLike) -> NDArray:
-    """``(a^g + b^g)^(1/g)``, computed without overflow."""
-    big, small = np.maximum(a, b), np.minimum(a, b)
-    return big * (1.0 + (small / big) ** gamma) ** (1.0 / np.asarray(gamma))
 
 
 def _require(data: dict, key: str, source: str | Path, section: str = "") -> Any:
@@ -67,7 +62,6 @@ class ParametricProfile(ApplicationProfile):
 
     def __init__(self, data: dict, source: str | Path = "<profile>"):
         self.source = str(source)
-        self.data = data
         self.name = str(_require(data, "application", source))
         limits = _require(data, "limits", source)
         try:
@@ -227,7 +221,7 @@ class ParametricProfile(ApplicationProfile):
 
     # ------------------------------------------------------------------ statistical efficiency
     def grad_stats(self, batch_size: ArrayLike, epoch: ArrayLike) -> tuple[NDArray, NDArray]:
-        stats = _interp_rows(self.batch_sizes, self._per_epoch_stats, batch_size, epoch)
+        stats = interp_rows(self.batch_sizes, self._per_epoch_stats, batch_size, epoch)
         return stats[..., 0], stats[..., 1]
 
     @cached_property

@@ -1,0 +1,71 @@
+"""Adaptive agents that re-choose the batch from the job's fitted throughput model.
+
+* ``goodput`` (Pollux's agent, as in AdaptDL): the (b, s) maximising goodput = throughput x
+  statistical efficiency at each upcoming epoch's gradient statistics.
+* ``throughput``: the (b, s) with the most examples per second, ignoring efficiency.
+
+Before the job's first observation there is no model; both run a fixed, safe batch
+(max(M0, b_min x GPUs), SPEC 5.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from goodput_sim.agents.base import BatchAgent, fixed_configs, register_agent
+from goodput_sim.models.goodput import GoodputModel
+
+
+def without_statistics(model: GoodputModel) -> GoodputModel:
+    """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
+    fitted parameters then have equal models and share memoised results."""
+    return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
+
+
+def _safe_configs(belief, replicas, shape):
+    lim = belief.limits
+    total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
+    return fixed_configs(lim, total, replicas, shape)
+
+
+@register_agent
+class GoodputAgent(BatchAgent):
+    """Goodput-maximising batch and accumulation at every upcoming epoch (Pollux)."""
+
+    name = "goodput"
+
+    def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
+        model = belief.goodput_model
+        if model is None:
+            return _safe_configs(belief, replicas, np.shape(grad_sqr))
+        choice = model.optimize(nodes, replicas, True, grad_sqr, grad_var)
+        return choice.local_bsz, choice.accum_steps
+
+
+@register_agent
+class ThroughputAgent(BatchAgent):
+    """Batch and accumulation with the most examples per second (throughput-only)."""
+
+    name = "throughput"
+
+    def __init__(self, **values):
+        super().__init__(**values)
+        # Memoised per agent (one per simulation): jobs of one application that ran the same
+        # configurations share fitted parameters, and so their fastest configurations.
+        self._fastest = functools.lru_cache(maxsize=4096)(_fastest_config)
+
+    def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
+        model = belief.goodput_model
+        size = np.shape(grad_sqr)
+        if model is None:
+            return _safe_configs(belief, replicas, size)
+        local_bsz, accum_steps = self._fastest(without_statistics(model), nodes, replicas)
+        return np.full(size, local_bsz), np.full(size, accum_steps)
+
+
+def _fastest_config(model: GoodputModel, nodes: int, replicas: int) -> tuple[float, float]:
+    """(per-GPU batch, accumulation steps) with the most examples per second."""
+    choice = model.optimize(nodes, replicas, statistical=False)
+    return float(choice.local_bsz[0]), float(choice.accum_steps[0])

@@ -1,0 +1,93 @@
+"""The batch-agent interface: each job's agent picks its per-GPU batch and gradient
+accumulation on the GPUs the scheduler gave it, from what the job itself measures.
+
+Pollux splits the work this way (Qiao et al., OSDI'21, section 4): the scheduler decides GPUs
+per node, and an agent inside each job (the AdaptDL library) decides the batch size. The engine,
+not the policy, asks the agent, after the round's allocation, with the job's frozen belief.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.errors import InputError
+from goodput_sim.jobs import BeliefView
+from goodput_sim.models.goodput import fixed_batch_config
+from goodput_sim.models.limits import Limits
+from goodput_sim.params import Param, resolve
+
+BatchPlan = tuple[NDArray, NDArray]
+"""(per-GPU batch, accumulation steps) for each upcoming epoch."""
+
+
+class BatchAgent(ABC):
+    """Base class of every batch agent; subclasses set ``name`` and implement :meth:`configs`."""
+
+    name: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
+
+    def __init__(self, **values: Any):
+        self.values = resolve(type(self).params, values, f"agent {self.name}")
+
+    @abstractmethod
+    def configs(
+        self,
+        belief: BeliefView,
+        requested_batch: int,
+        nodes: int,
+        replicas: int,
+        grad_sqr: NDArray,
+        grad_var: NDArray,
+        hint: Mapping[str, Any] | None = None,
+    ) -> BatchPlan:
+        """(per-GPU batch, accumulation steps) for each upcoming epoch on ``replicas`` GPUs
+        over ``nodes`` nodes. ``grad_sqr``/``grad_var`` hold, per upcoming epoch, the gradient
+        statistics the job will measure then (an adaptive job re-chooses its batch at every
+        epoch, SPEC 5.3); ``hint`` is the policy's optional per-job hint."""
+
+    def depends_on(self, belief: BeliefView) -> Hashable:
+        """What of the belief the choice depends on (part of the engine's plan key): by default
+        the fitted throughput parameters, which change with every refit."""
+        return belief.fits
+
+    def describe(self) -> dict:
+        """Name and parameters, for the results manifest."""
+        return {"name": self.name, **self.values}
+
+
+def fixed_configs(
+    limits: Limits, total_batch: float, replicas: int, shape: tuple[int, ...]
+) -> BatchPlan:
+    """The same fixed-batch (b, s) for every upcoming epoch, as arrays of ``shape``."""
+    b, s = fixed_batch_config(total_batch, replicas, limits)
+    return np.full(shape, float(b)), np.full(shape, float(s))
+
+
+_REGISTRY: dict[str, type[BatchAgent]] = {}
+
+
+def register_agent(cls: type[BatchAgent]) -> type[BatchAgent]:
+    """Class decorator: make an agent available to ``--agent NAME``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def agent_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def agent_class(name: str) -> type[BatchAgent]:
+    if name not in _REGISTRY:
+        raise InputError("--agent", f"unknown agent {name!r}; known: {', '.join(agent_names())}")
+    return _REGISTRY[name]
+
+
+def get_agent(name: str, params: Mapping[str, Any] | None = None) -> BatchAgent:
+    """Instantiate a registered agent, its parameters validated."""
+    return agent_class(name)(**dict(params or {}))

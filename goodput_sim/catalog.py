@@ -1,0 +1,61 @@
+"""What is registered, as data: every policy (aliases, default agent, parameters) and every
+batch agent, for ``goodput-sim policies`` and for readers of results."""
+
+from __future__ import annotations
+
+from goodput_sim.agents import agent_class, agent_names
+from goodput_sim.params import Param
+from goodput_sim.policies import policy_aliases, policy_class, policy_names
+
+
+def _summary(obj: object) -> str:
+    """The first paragraph of a docstring, on one line."""
+    paragraph = (obj.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
+
+
+def _params(declared: tuple[Param, ...]) -> list[dict]:
+    return [
+        {"name": p.name, "default": p.default, "range": p.describe_range(), "help": p.help}
+        for p in declared
+    ]
+
+
+def catalog() -> dict:
+    """Policies and agents with their declarations."""
+    policies = {}
+    for name in policy_names():
+        cls = policy_class(name)
+        policies[name] = {
+            "summary": _summary(cls),
+            "aliases": policy_aliases(name),
+            "default_agent": cls.default_agent,
+            "oracle": cls.needs_oracle,
+            "params": _params(cls.params),
+        }
+    agents = {}
+    for name in agent_names():
+        cls = agent_class(name)
+        agents[name] = {"summary": _summary(cls), "params": _params(cls.params)}
+    return {"policies": policies, "agents": agents}
+
+
+def catalog_text() -> str:
+    """:func:`catalog` as plain text, nothing truncated."""
+    data = catalog()
+    lines = ["policies:"]
+    for name, entry in data["policies"].items():
+        aliases = f" (aliases: {', '.join(entry['aliases'])})" if entry["aliases"] else ""
+        lines.append(f"  {name}{aliases}: {entry['summary']}")
+        lines.append(f"    default agent: {entry['default_agent']}")
+        lines += _param_lines(entry["params"])
+    lines.append("agents:")
+    for name, entry in data["agents"].items():
+        lines.append(f"  {name}: {entry['summary']}")
+        lines += _param_lines(entry["params"])
+    lines.append("set parameters with --param KEY=VALUE (policy.KEY or agent.KEY if ambiguous)")
+    return "\n".join(lines)
+
+
+def _param_lines(params: list[dict]) -> list[str]:
+    return [f"    --param {p['name']}={p['default']}  ({p['range']}) {p['help']}" for p in params]
