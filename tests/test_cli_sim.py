@@ -283,3 +283,151 @@ def test_policies_lists_every_policy():
         "restart_penalty",
         "interference_avoidance",
     }
+
+
+# ------------------------------------------------------------------ clusters as node groups
+TWO_GROUPS = """cluster:
+  groups:
+    - {nodes: 2, gpus_per_node: 4, gpu_type: T4}
+    - {nodes: 1, gpus_per_node: 4}
+"""
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "goodput"])
+def test_two_node_groups_equal_the_shorthand(policy, small_csv, tmp_path):
+    cluster = tmp_path / "groups.yaml"
+    cluster.write_text(TWO_GROUPS)
+    outs = []
+    for spec in (cluster, "3x4"):
+        out = tmp_path / f"out-{len(outs)}"
+        result = invoke(
+            "run", "--policy", policy, "--workload", small_csv, "--cluster", spec, "--out", out
+        )
+        assert result.exit_code == 0, result.output
+        outs.append(out)
+    for name in ("jobs.csv", "rounds.csv"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+    groups = json.loads((outs[0] / "manifest.json").read_text())["cluster"]["groups"]
+    assert [g["nodes"] for g in groups] == [2, 1]
+
+
+def test_node_groups_of_different_sizes_run(small_csv, tmp_path):
+    cluster = tmp_path / "mixed.yaml"
+    cluster.write_text(
+        "groups:\n  - {nodes: 1, gpus_per_node: 8}\n  - {nodes: 2, gpus_per_node: 2}\n"
+    )
+    for policy in ("fifo", "goodput"):
+        result = invoke(
+            "run",
+            "--policy",
+            policy,
+            "--workload",
+            small_csv,
+            "--cluster",
+            cluster,
+            "--out",
+            tmp_path / policy,
+        )
+        assert result.exit_code == 0, result.output
+        assert "3/3 jobs finished" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "groups:\n  - {nodes: 2, gpus_per_node: 4, gpu_type: T4}\n"
+            "  - {nodes: 2, gpus_per_node: 4, gpu_type: A100}\n",
+            "mixes GPU types ['A100', 'T4']; heterogeneous clusters are not supported yet",
+        ),
+        ("nodes: 2\ngpus_per_node: 4\ngpu_type: A100\n", "GPU type 'A100' has no profiles"),
+        ("groups: []\n", "field groups: must be a non-empty list"),
+        ("groups:\n  - {nodes: 2}\n", "field groups[0].gpus_per_node: is required"),
+        ("groups:\n  - {nodes: 2, gpus_per_node: 4, racks: 3}\n", "unknown field(s) ['racks']"),
+        ("groups:\n  - [2, 4]\n", "expected a mapping"),
+        ("groups:\n  - {nodes: 2, gpus_per_node: 4}\nnodes: 3\n", "unknown field(s) ['nodes']"),
+        ("nodes: 2\ngpus_per_node: 99999\n", "at most 1024 supported"),
+        ("cluster: 5\n", "expected a mapping"),
+    ],
+)
+def test_bad_cluster_groups_get_one_line(text, expected, small_csv, tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(text)
+    message = _fifo_run_error(small_csv, tmp_path, "--cluster", cluster)
+    assert "cluster.yaml" in message and expected in message, message
+
+
+def test_cluster_yaml_not_utf8(small_csv, tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_bytes(b"nodes: 2\ngpus_per_node: \xff\xfe\n")
+    assert "is not UTF-8 text" in _fifo_run_error(small_csv, tmp_path, "--cluster", cluster)
+
+
+def test_shipped_cluster_configs_parse():
+    from goodput_sim.cluster import parse_cluster
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    assert str(parse_cluster(configs / "cluster-16x4.yaml")) == "16x4"
+    assert parse_cluster(configs / "cluster-256x4.yaml").total_gpus == 1024
+
+
+# ------------------------------------------------------------------- agents and parameters
+def test_agent_and_params_reach_the_manifest(small_csv, tmp_path):
+    out = tmp_path / "out"
+    result = invoke(
+        "run",
+        "--policy",
+        "tiresias",
+        "--agent",
+        "goodput",
+        "--workload",
+        small_csv,
+        "--param",
+        "queue_threshold=3600",
+        "--out",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["agent"] == {"name": "goodput"}
+    assert manifest["policy"]["queue_threshold"] == 3600.0
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (("--agent", "psychic"), "--agent: unknown agent 'psychic'; known: fixed, goodput"),
+        (("--param", "nope=1"), "policy fifo has no parameter 'nope'"),
+        (("--param", "queue_threshold"), "expected KEY=VALUE"),
+        (("--param", "agent.x=1"), "agent fixed has no parameter 'x'"),
+    ],
+)
+def test_bad_agent_or_param_gets_one_line(options, expected, small_csv, tmp_path):
+    assert expected in _fifo_run_error(small_csv, tmp_path, *options)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("p=2", "policy goodput parameter p='2': expected float in [-10, 1]"),
+        ("p=nan", "expected float in [-10, 1]"),
+        ("restart_penalty=maybe", "expected true or false"),
+        ("p=-1", None),
+    ],
+)
+def test_policy_params_are_validated(value, expected, small_csv, tmp_path):
+    result = invoke(
+        "compare",
+        "--policies",
+        "goodput",
+        "--workload",
+        small_csv,
+        "--param",
+        value,
+        "--out",
+        tmp_path / "out",
+    )
+    if expected is None:
+        assert result.exit_code == 0, result.output
+    else:
+        assert expected in _one_line_error(result)

@@ -1,0 +1,56 @@
+"""Golden digests: the SHA-256 of ``jobs.csv`` and ``rounds.csv`` for every deterministic
+policy on the bundled default workload and on reference workload-6 (measured profiles).
+
+They guard refactors that must not change results. After a deliberate change of results,
+regenerate them with ``python tests/golden.py`` and say why in the commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from goodput_sim import api
+
+GOLDEN_FILE = Path(__file__).parent / "data" / "golden.json"
+POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
+"""Every deterministic policy but ``goodput-ga``, which takes minutes per run."""
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "pollux-osdi21"
+
+
+def cases(reference: Path = REFERENCE) -> dict[str, tuple[Path | None, Path | None]]:
+    """Workload name -> (workload, profiles); workload-6 only where the reference exists."""
+    out: dict[str, tuple[Path | None, Path | None]] = {"default": (None, None)}
+    if (reference / "traces").is_dir():
+        out["workload-6"] = (reference / "workloads" / "workload-6.csv", reference / "traces")
+    return out
+
+
+def digests(policy: str, workload: Path | None, profiles: Path | None) -> dict[str, str]:
+    """SHA-256 of the two tables as a results folder holds them."""
+    result = api.run(policy, workload, profiles)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = api.write_run(result, Path(tmp), {}, 0)
+        return {
+            name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+            for name in ("jobs.csv", "rounds.csv")
+        }
+
+
+def main() -> None:
+    found = cases()
+    if "workload-6" not in found:
+        sys.exit(f"the reference data is needed at {REFERENCE} to regenerate every digest")
+    golden = {
+        f"{name}/{policy}": digests(policy, *inputs)
+        for name, inputs in found.items()
+        for policy in POLICIES
+    }
+    GOLDEN_FILE.write_text(json.dumps(golden, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {len(golden)} digests to {GOLDEN_FILE}")
+
+
+if __name__ == "__main__":
+    main()

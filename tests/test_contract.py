@@ -1,0 +1,203 @@
+"""The engine-policy-agent contract: every policy with every agent keeps the invariants, policies
+and agents see frozen beliefs only, decisions are validated in one place, and batch agents run
+on fixed allocators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from round_records import allocation_entries
+
+from goodput_sim import api
+from goodput_sim.agents import agent_names, get_agent
+from goodput_sim.cluster import ClusterSpec
+from goodput_sim.engine import Cause, SimConfig, Simulation
+from goodput_sim.jobs import BeliefView
+from goodput_sim.policies import Decision, get_policy, policy_names
+from goodput_sim.profiles import load_profiles
+
+COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
+SMALL = pd.DataFrame(
+    [
+        ("cifar10-a", 0, "cifar10", 4, 2048),
+        ("ncf-a", 30, "ncf", 1, 32768),
+        ("bert-a", 100, "bert", 6, 384),
+        ("cifar10-b", 200, "cifar10", 8, 2048),
+        ("ncf-b", 250, "ncf", 1, 32768),
+    ],
+    columns=COLUMNS,
+)
+CLUSTER = ClusterSpec.uniform(2, 4)
+FAST = {"goodput-ga": {"population": 10, "generations": 3}}  # the GA at reference size is slow
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return load_profiles()
+
+
+class Watched:
+    """Wraps a policy and an agent, checking at every call what each may see and change."""
+
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+        self.allocations: list[np.ndarray] = []
+        self.agent_calls = 0
+        policy_allocate, agent_configs = sim.policy.allocate, sim.agent.configs
+
+        def allocate(snapshot):
+            assert all(isinstance(view.belief, BeliefView) for view in snapshot.jobs)
+            before = self._engine_state()
+            decision = policy_allocate(snapshot)
+            assert self._engine_state() == before, "the policy changed engine or job state"
+            assert isinstance(decision, Decision)
+            names = [view.name for view in snapshot.jobs]
+            rows = decision.validated(sim.policy.name, names, snapshot.cluster.capacity)
+            self.allocations.append(np.array([rows[n] for n in names]))
+            return decision
+
+        def configs(belief, *args, **kwargs):
+            assert isinstance(belief, BeliefView)
+            before = self._engine_state()
+            out = agent_configs(belief, *args, **kwargs)
+            assert self._engine_state() == before, "the agent changed engine or job state"
+            self.agent_calls += 1
+            return out
+
+        sim.policy.allocate, sim.agent.configs = allocate, configs
+
+    def _engine_state(self) -> list:
+        return [
+            (
+                j.belief.version,
+                j.belief.fits,
+                len(j.belief.observations),
+                j.allocation.tobytes(),
+                j.progress,
+                j.epoch,
+            )
+            for j in self.sim.jobs
+        ]
+
+
+@pytest.mark.parametrize("agent", agent_names())
+@pytest.mark.parametrize("policy", policy_names())
+def test_every_policy_with_every_agent_keeps_the_invariants(policy, agent, profiles):
+    sim = Simulation(
+        SMALL,
+        profiles,
+        get_policy(policy, FAST.get(policy)),
+        CLUSTER,
+        SimConfig(horizon=4 * 3600.0),
+        get_agent(agent),
+    )
+    watched = Watched(sim)
+    result = sim.run()
+    assert watched.allocations and watched.agent_calls > 0
+    for matrix in watched.allocations:  # no node over capacity, ever
+        assert (matrix.sum(axis=0) <= CLUSTER.capacity).all()
+    jobs = result.jobs
+    assert sorted(jobs["name"]) == sorted(SMALL["name"])  # every job accounted for
+    assert jobs["finished"].any()
+    assert result.agent["name"] == agent
+    done = jobs[jobs["finished"].astype(bool)]
+    assert (done["finish"] >= done["arrival"]).all()
+    # Each finished job's completion event fired with its exact finish time.
+    for row in done.itertuples():
+        event = sim.completions[row.name]
+        assert event.triggered and event.value.cause is Cause.COMPLETION
+        assert event.value.time == row.finish
+
+
+def test_policies_name_their_default_agents():
+    defaults = {name: get_policy(name).default_agent for name in policy_names()}
+    assert defaults["tiresias"] == defaults["fifo"] == defaults["optimus"] == "fixed"
+    assert defaults["goodput"] == defaults["goodput-ga"] == "goodput"
+    assert defaults["throughput"] == "throughput"
+
+
+def _batches_per_job(rounds: pd.DataFrame) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for text in rounds["allocations"]:
+        for name, _, batch in allocation_entries(text):
+            out.setdefault(name, set()).add(batch)
+    return out
+
+
+def test_tiresias_with_goodput_agent_adapts_batch_sizes(profiles):
+    """Tiresias's GPUs with goodput-chosen batches: batch sizes change over a job's life (the
+    beliefs are refreshed before the plan is made), where the fixed agent keeps them."""
+    workload = api.bundled_workload()
+    fixed = api.run("tiresias", workload, profiles)
+    adaptive = api.run("tiresias", workload, profiles, agent="goodput")
+    fixed_batches = _batches_per_job(fixed.rounds)
+    assert all(len(b) == 1 for b in fixed_batches.values())
+    adaptive_batches = _batches_per_job(adaptive.rounds)
+    changed = [name for name, b in adaptive_batches.items() if len(b) > 1]
+    assert len(changed) >= 10, changed
+    assert adaptive.agent == {"name": "goodput"} and fixed.agent == {"name": "fixed"}
+    # Same GPUs per job rule, but adaptive batches finish jobs sooner.
+    assert adaptive.jobs["jct"].mean() < fixed.jobs["jct"].mean()
+
+
+class _Bad:
+    """Policies returning illegal decisions, one kind each."""
+
+    @staticmethod
+    def run(profiles, allocate):
+        policy = get_policy("fifo")
+        policy.allocate = allocate
+        return Simulation(SMALL.iloc[:2], profiles, policy, CLUSTER).run()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda s: {v.name: np.array([1, 0]) for v in s.jobs}, "returned dict"),
+        (lambda s: Decision({"ghost": np.array([1, 0])}), "allocated unknown job 'ghost'"),
+        (lambda s: Decision({s.jobs[0].name: np.array([1, 0, 0])}), "malformed row"),
+        (lambda s: Decision({s.jobs[0].name: np.array([1.5, 0])}), "malformed row"),
+        (lambda s: Decision({s.jobs[0].name: np.array([-1, 0])}), "negative GPUs"),
+        (lambda s: Decision({s.jobs[0].name: np.array([5, 0])}), "over-subscribed node(s) [0]"),
+        (
+            lambda s: Decision({}, agent_hints={"ghost": {"batch": 1}}),
+            "hinted unknown job 'ghost'",
+        ),
+    ],
+)
+def test_illegal_decisions_are_refused_naming_the_policy(make, message, profiles):
+    with pytest.raises(RuntimeError) as err:
+        _Bad.run(profiles, make)
+    assert "policy fifo" in str(err.value) and message in str(err.value)
+
+
+def test_two_simulations_share_no_memo(profiles):
+    first = Simulation(SMALL, profiles, get_policy("goodput"), CLUSTER)
+    second = Simulation(SMALL, profiles, get_policy("goodput"), CLUSTER)
+    assert first.fit_memo is not second.fit_memo
+    first.run()
+    assert first.fit_memo.fitted.cache_info().currsize > 0
+    assert second.fit_memo.fitted.cache_info().currsize == 0
+    assert first.policy._goodput_table is not second.policy._goodput_table
+
+
+def test_fairness_exponent_minus_one_is_the_default(profiles):
+    default = api.run("goodput", SMALL, profiles, cluster="2x4")
+    explicit = api.run("goodput", SMALL, profiles, cluster="2x4", params={"p": -1})
+    pd.testing.assert_frame_equal(default.jobs, explicit.jobs)
+    assert explicit.policy["p"] == -1.0
+
+
+@pytest.mark.parametrize("p", [-3.0, -0.5, 0.0, 0.5, 1.0])
+def test_other_fairness_exponents_run(p, profiles):
+    result = api.run("goodput", SMALL, profiles, cluster="2x4", params={"p": p})
+    assert result.jobs["finished"].all() and result.policy["p"] == p
+
+
+def test_interference_avoidance_can_be_switched_off(profiles):
+    result = api.run(
+        "goodput", SMALL, profiles, cluster="2x4", params={"interference_avoidance": "false"}
+    )
+    assert result.jobs["finished"].all()
+    assert result.policy["interference_avoidance"] is False
