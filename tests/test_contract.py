@@ -179,7 +179,7 @@ def test_two_simulations_share_no_memo(profiles):
     first.run()
     assert first.fit_memo.fitted.cache_info().currsize > 0
     assert second.fit_memo.fitted.cache_info().currsize == 0
-    assert first.policy._goodput_table is not second.policy._goodput_table
+    assert first.policy._best_goodputs is not second.policy._best_goodputs
 
 
 def test_fairness_exponent_minus_one_is_the_default(profiles):

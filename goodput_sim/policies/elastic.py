@@ -54,11 +54,11 @@ class ElasticPolicy(Policy):
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
         self.fairness = Fairness(self.values["p"])
-        self._tables: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
+        self._speedup_cache: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
         # Memoised per policy (one per simulation): jobs of one application that ran the same
         # configurations share fitted parameters (:class:`goodput_sim.jobs.FitMemo`), and so
-        # their tables.
-        self._goodput_table = functools.lru_cache(maxsize=4096)(_goodput_table)
+        # their best goodputs.
+        self._best_goodputs = functools.lru_cache(maxsize=4096)(_best_goodputs)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
@@ -71,10 +71,10 @@ class ElasticPolicy(Policy):
         jobs = sorted(snapshot.jobs, key=lambda j: (j.attained_service, j.arrival, j.name))
         fair = max(-(-cluster.total_gpus // max(len(jobs), 1)), 1)
         names = [job.name for job in jobs]
-        self._tables = {name: self._tables.get(name, {}) for name in names}
+        self._speedup_cache = {name: self._speedup_cache.get(name, {}) for name in names}
         caps = [job.belief.max_replicas(cluster.total_gpus) for job in jobs]
         tables = [
-            self._table(job, cap, fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
+            self._speedups(job, cap, fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
         ]
         delay = snapshot.restart_delay
         penalties = np.array(
@@ -99,41 +99,41 @@ class ElasticPolicy(Policy):
             self.values["interference_avoidance"],
         )
 
-    def _table(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
+    def _speedups(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
         """Speedups of ``job`` relative to its value at a fair share.
 
-        The goodput table and the fair-share base are cached per job apart, keyed by what each
-        depends on: the belief (fitted parameters, plus gradient statistics when
+        The best goodputs by shape and the fair-share base are cached per job apart, keyed by
+        what each depends on: the belief (fitted parameters, plus gradient statistics when
         ``statistical``) and the cap or fair share, so an arrival (new fair share) only
-        rescales the table."""
+        rescales the speedups."""
         cluster = snapshot.cluster
         model = job.belief.goodput_model
         if model is None:  # not yet profiled: assume linear scaling
             return speedup_table(lambda n, r: r / fair, cap, cluster.nodes, cluster.gpus_per_node)
         belief = job.belief.version if self.statistical else job.belief.fits
-        cached = self._tables[job.name]
-        if cached.get("table", (None,))[0] != (belief, cap):
+        cached = self._speedup_cache[job.name]
+        if cached.get("best", (None,))[0] != (belief, cap):
             if not self.statistical:
                 model = without_statistics(model)
-            values = self._goodput_table(
+            values = self._best_goodputs(
                 model, self.statistical, cap, cluster.nodes, cluster.gpus_per_node
             )
-            cached["table"] = ((belief, cap), values)
+            cached["best"] = ((belief, cap), values)
         if cached.get("base", (None,))[0] != (belief, fair):
             nodes = packed_nodes(fair, cluster.gpus_per_node)
-            table = cached["table"][1]
-            if fair < table.shape[1]:  # the table has it (its row 2 stands for any multi-node)
-                base = table[min(nodes, 2), fair]
+            best = cached["best"][1]
+            if fair < best.shape[1]:  # already computed (its row 2 stands for any multi-node)
+                base = best[min(nodes, 2), fair]
             else:
                 base = model.optimize(nodes, fair, self.statistical).goodput[0]
             cached["base"] = ((belief, fair), base)
-        return cached["table"][1] / cached["base"][1]
+        return cached["best"][1] / cached["base"][1]
 
     def describe(self) -> dict:
         return {**super().describe(), "optimizer": "greedy"}
 
 
-def _goodput_table(
+def _best_goodputs(
     model: GoodputModel, statistical: bool, cap: int, nodes: int, gpus_per_node: int
 ) -> NDArray:
     """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only)."""

@@ -26,7 +26,7 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
     GPU count under packed placement; keeping the current count keeps the row (no restart
     penalty)."""
     g = problem.gpus_per_node
-    table = problem.table
+    table = problem.padded_speedups
     jobs, rows, width = table.shape
     r = np.arange(width)
     packed = np.minimum(packed_nodes(r, g), rows - 1)

@@ -78,7 +78,7 @@ class AllocationProblem:
         return self.current.shape[1]
 
     @cached_property
-    def table(self) -> NDArray[np.float64]:
+    def padded_speedups(self) -> NDArray[np.float64]:
         """The speedup tables stacked into one (jobs x 3 x largest cap + 1) array, zero-padded,
         so values of many allocations are one indexing operation."""
         width = max((t.shape[1] for t in self.speedup_tables), default=1)
@@ -90,7 +90,7 @@ class AllocationProblem:
     def job_values(self, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
         """Scaled values of ``jobs`` at (replicas, nodes used), penalised where ``changed``;
         the arguments broadcast together."""
-        table = self.table
+        table = self.padded_speedups
         _, rows, width = table.shape
         r = np.minimum(replicas, width - 1)
         n = np.minimum(nodes, rows - 1)
