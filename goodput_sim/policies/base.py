@@ -80,22 +80,21 @@ class Decision:
             if unknown:
                 raise RuntimeError(f"policy {policy} {kind} unknown job {unknown[0]!r}")
         zeros = np.zeros(len(capacity), dtype=np.int64)
-        rows = {}
-        for name in names:
-            row = np.asarray(self.allocations.get(name, zeros))
-            if row.shape != zeros.shape or not np.issubdtype(row.dtype, np.integer):
+        rows = [np.asarray(self.allocations.get(name, zeros)) for name in names]
+        for name, row in zip(names, rows, strict=True):
+            if row.shape != zeros.shape or row.dtype.kind not in "iu":
                 raise RuntimeError(
                     f"policy {policy} gave job {name!r} a malformed row {row.tolist()!r}; "
                     f"expected {len(capacity)} integers"
                 )
-            if (row < 0).any():
-                raise RuntimeError(f"policy {policy} gave job {name!r} negative GPUs")
-            rows[name] = row.astype(np.int64, copy=False)
-        used = np.sum(list(rows.values()), axis=0) if rows else zeros
-        over = np.flatnonzero(used > capacity)
+        matrix = np.array(rows, dtype=np.int64).reshape(len(names), len(capacity))
+        if (matrix < 0).any():
+            name = names[int(np.flatnonzero((matrix < 0).any(axis=1))[0])]
+            raise RuntimeError(f"policy {policy} gave job {name!r} negative GPUs")
+        over = np.flatnonzero(matrix.sum(axis=0) > capacity)
         if len(over):
             raise RuntimeError(f"policy {policy} over-subscribed node(s) {over.tolist()}")
-        return rows
+        return dict(zip(names, matrix, strict=True))
 
 
 class Policy(ABC):
