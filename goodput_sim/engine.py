@@ -49,6 +49,11 @@ class SimConfig:
     interference: float = 0.0  # slowdown of distributed jobs sharing a node (0, 0.25, 0.5)
     horizon: float | None = None  # stop here; unfinished jobs are reported as such
     oracle: bool = False  # policies see true throughput instead of online-fitted beliefs
+    # How a job split over nodes reads its measured step time: "allocation" takes the GPUs per
+    # node in the order the policy filled the nodes, as the reference does (SPEC 5.9 step 5);
+    # "node" takes them in node-id order. Placements are canonical up to rotation (SPEC 2.1),
+    # so the two differ only for jobs on three or more nodes with unequal shares.
+    placement_order: str = "allocation"
 
     def __post_init__(self) -> None:
         checks = {
@@ -56,6 +61,7 @@ class SimConfig:
             "restart_delay": self.restart_delay >= 0,
             "interference": 0 <= self.interference < 1,
             "horizon": self.horizon is None or self.horizon > 0,
+            "placement_order": self.placement_order in ("allocation", "node"),
         }
         for name, ok in checks.items():
             if not ok:
@@ -252,9 +258,10 @@ class Simulation:
         rows = decision.validated(
             self.policy.name, [job.name for job in active], self.cluster.capacity
         )
+        orders = decision.node_orders if self.config.placement_order == "allocation" else {}
         for job in active:
             if not np.array_equal(rows[job.name], job.allocation):
-                self._reallocate(job, rows[job.name], now)
+                self._reallocate(job, rows[job.name], now, orders.get(job.name))
         if self.config.interference > 0:  # slowdowns first, so each plan is built once
             slowed = interference_flags(np.array([j.allocation for j in active]))
             for job, flag in zip(active, slowed, strict=True):
@@ -265,9 +272,11 @@ class Simulation:
                 self._ensure_plan(job, hints.get(job.name))
         self._record_round(now, active)
 
-    def _reallocate(self, job: Job, row: NDArray[np.int64], now: float) -> None:
+    def _reallocate(
+        self, job: Job, row: NDArray[np.int64], now: float, node_order: tuple[int, ...] | None
+    ) -> None:
         had = job.replicas > 0 or job.start_time is not None
-        job.assign(row)
+        job.assign(row, node_order)
         job.plan = None
         if job.replicas == 0:  # preempted: no restart counted until it runs again
             job.local_bsz = job.accum_steps = 0
@@ -323,7 +332,7 @@ class Simulation:
         local_bsz, accum = self.agent.configs(
             belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
         )
-        step, sync = profile.step_sync(job.placement, local_bsz)
+        step, sync = profile.step_sync(job.layout, local_bsz)
         total = job.replicas * local_bsz * (accum + 1)
         true_sqr, true_var = profile.grad_stats(total, epochs)
         m0 = profile.limits.init_batch_size

@@ -185,6 +185,7 @@ class Job:
     replicas: int = field(init=False)  # GPUs in use, derived from allocation by assign()
     nodes_used: int = field(init=False)
     placement: tuple[int, ...] = field(init=False)  # GPUs on each used node, derived too
+    layout: tuple[int, ...] = field(init=False)  # the same in the policy's node order, if any
     progress: float = 0.0
     epoch: int = 0
     local_bsz: int = 0
@@ -209,13 +210,17 @@ class Job:
     def name(self) -> str:
         return self.spec.name
 
-    def assign(self, row: NDArray[np.int64]) -> None:
-        """Set the GPUs per node (a private, read-only copy) and the derived counts."""
+    def assign(self, row: NDArray[np.int64], node_order: tuple[int, ...] | None = None) -> None:
+        """Set the GPUs per node (a private, read-only copy) and the derived counts;
+        ``node_order`` is the order in which the policy filled the used nodes (default: node
+        ids)."""
         self.allocation = np.array(row, dtype=np.int64)
         self.allocation.flags.writeable = False
         self.replicas = int(self.allocation.sum())
         self.nodes_used = int(np.count_nonzero(self.allocation))
         self.placement = placement_of(self.allocation)
+        order = node_order or ()
+        self.layout = tuple(int(row[n]) for n in order) if order else self.placement
 
     @property
     def finished(self) -> bool:

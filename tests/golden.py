@@ -13,11 +13,22 @@ import tempfile
 from pathlib import Path
 
 from goodput_sim import api
+from goodput_sim.engine import SimConfig
 
 GOLDEN_FILE = Path(__file__).parent / "data" / "golden.json"
 POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
 """Every deterministic policy but ``goodput-ga``, which takes minutes per run."""
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "pollux-osdi21"
+
+
+VARIANTS = {
+    "workload-6/optimus/placement-order=node": (
+        "optimus",
+        "workload-6",
+        SimConfig(placement_order="node"),
+    ),
+}
+"""Runs under a non-default engine option, by golden key: (policy, workload, config)."""
 
 
 def cases(reference: Path = REFERENCE) -> dict[str, tuple[Path | None, Path | None]]:
@@ -28,9 +39,11 @@ def cases(reference: Path = REFERENCE) -> dict[str, tuple[Path | None, Path | No
     return out
 
 
-def digests(policy: str, workload: Path | None, profiles: Path | None) -> dict[str, str]:
+def digests(
+    policy: str, workload: Path | None, profiles: Path | None, config: SimConfig | None = None
+) -> dict[str, str]:
     """SHA-256 of the two tables as a results folder holds them."""
-    result = api.run(policy, workload, profiles)
+    result = api.run(policy, workload, profiles, config=config)
     with tempfile.TemporaryDirectory() as tmp:
         folder = api.write_run(result, Path(tmp), {}, 0)
         return {
@@ -48,6 +61,8 @@ def main() -> None:
         for name, inputs in found.items()
         for policy in POLICIES
     }
+    for key, (policy, name, config) in VARIANTS.items():
+        golden[key] = digests(policy, *found[name], config)
     GOLDEN_FILE.write_text(json.dumps(golden, indent=2, sort_keys=True) + "\n")
     print(f"wrote {len(golden)} digests to {GOLDEN_FILE}")
 

@@ -92,6 +92,8 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
         "--horizon",
         900,
         "--oracle",
+        "--placement-order",
+        "node",
         "--out",
         out,
     )
@@ -99,6 +101,7 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 5
     assert manifest["config"] == {
+        "placement_order": "node",
         "interval": 120.0,
         "restart_delay": 10.0,
         "interference": 0.25,

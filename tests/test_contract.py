@@ -164,6 +164,12 @@ class _Bad:
             lambda s: Decision({}, agent_hints={"ghost": {"batch": 1}}),
             "hinted unknown job 'ghost'",
         ),
+        (
+            lambda s: Decision(
+                {s.jobs[0].name: np.array([1, 0])}, node_orders={s.jobs[0].name: (1,)}
+            ),
+            "a node order [1] that is not its used nodes",
+        ),
     ],
 )
 def test_illegal_decisions_are_refused_naming_the_policy(make, message, profiles):
@@ -201,3 +207,30 @@ def test_interference_avoidance_can_be_switched_off(profiles):
     )
     assert result.jobs["finished"].all()
     assert result.policy["interference_avoidance"] is False
+
+
+def test_baselines_record_the_order_they_fill_nodes():
+    """Most-free-first filling visits nodes in its own order, which the reference reads a split
+    job's measured step time in (SPEC 5.9); node-id order reads another layout."""
+    from goodput_sim.jobs import Job, JobBelief, JobSpec
+    from goodput_sim.policies.placement import keep_or_fill
+
+    cluster = ClusterSpec.uniform(4, 4)
+
+    class View:
+        name, replicas, allocation = "big", 0, np.zeros(4, dtype=np.int64)
+
+    # Nodes 1 and 2 are partly busy: 9 GPUs go to node 0 (4), node 3 (4), then node 2 (1).
+    free_before = cluster.capacity.copy()
+    occupied = Decision({})
+    assert not occupied.node_orders
+    busy = type("Busy", (), {"name": "busy", "replicas": 5, "allocation": np.array([0, 3, 2, 0])})
+    decision = keep_or_fill([busy, View], {"busy": 5, "big": 9}, cluster)
+    assert decision.allocations["big"].tolist() == [4, 0, 1, 4]
+    assert decision.node_orders["big"] == (0, 3, 2)
+    assert (cluster.capacity == free_before).all()  # the cluster's vector is never written
+    job = Job(JobSpec("big", "cifar10", 0.0, 9, 2048), None, JobBelief(None), 4)
+    job.assign(decision.allocations["big"], decision.node_orders["big"])
+    assert job.placement == (4, 1, 4) and job.layout == (4, 4, 1)
+    job.assign(decision.allocations["big"])
+    assert job.layout == job.placement

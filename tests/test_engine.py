@@ -216,8 +216,8 @@ def test_restart_delay_default_is_armed_on_growth(profiles, monkeypatch):
     armed = []
     original = Simulation._reallocate
 
-    def spy(self, job, row, now):
-        original(self, job, row, now)
+    def spy(self, job, row, now, node_order):
+        original(self, job, row, now, node_order)
         if job.replicas:
             armed.append(job.restart_remaining)
 

@@ -95,6 +95,13 @@ def _common(func):
         click.option(
             "--oracle", is_flag=True, help="Policies see true throughput, not online fits."
         ),
+        click.option(
+            "--placement-order",
+            type=click.Choice(["allocation", "node"]),
+            default="allocation",
+            show_default=True,
+            help="Node order in which a split job reads measured step times (SPEC 5.9).",
+        ),
         _agent_option,
         _param_option,
     ]
@@ -109,7 +116,14 @@ def _split_options(options: dict) -> tuple[dict, SimConfig]:
     config = SimConfig(
         **{
             k: options.pop(k)
-            for k in ("interval", "restart_delay", "interference", "horizon", "oracle")
+            for k in (
+                "interval",
+                "restart_delay",
+                "interference",
+                "horizon",
+                "oracle",
+                "placement_order",
+            )
         }
     )
     options["params"] = parse_assignments(options["params"])

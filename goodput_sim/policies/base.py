@@ -63,10 +63,13 @@ class Snapshot:
 @dataclass(frozen=True)
 class Decision:
     """A policy's answer for one round: GPUs on each node per job (jobs left out, or all
-    zeros, get nothing) and optional per-job hints for the jobs' batch agents."""
+    zeros, get nothing), optional per-job hints for the jobs' batch agents, and optionally the
+    order in which a job's nodes were filled (the reference reads a split job's measured
+    throughput in that order, SPEC 5.9 step 5; without one, node-id order)."""
 
     allocations: Mapping[str, NDArray[np.int64]]
     agent_hints: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    node_orders: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def validated(
         self, policy: str, names: list[str], capacity: NDArray[np.int64]
@@ -75,7 +78,12 @@ class Decision:
         of one entry per node, non-negative, no node over its capacity. An illegal decision is
         a bug in the policy: ``RuntimeError`` naming the policy and the job or node."""
         known = set(names)
-        for kind, keys in (("allocated", self.allocations), ("hinted", self.agent_hints)):
+        kinds = (
+            ("allocated", self.allocations),
+            ("hinted", self.agent_hints),
+            ("ordered", self.node_orders),
+        )
+        for kind, keys in kinds:
             unknown = sorted(set(keys) - known)
             if unknown:
                 raise RuntimeError(f"policy {policy} {kind} unknown job {unknown[0]!r}")
@@ -94,7 +102,14 @@ class Decision:
         over = np.flatnonzero(matrix.sum(axis=0) > capacity)
         if len(over):
             raise RuntimeError(f"policy {policy} over-subscribed node(s) {over.tolist()}")
-        return dict(zip(names, matrix, strict=True))
+        rows = dict(zip(names, matrix, strict=True))
+        for name, order in self.node_orders.items():
+            if sorted(order) != np.flatnonzero(rows[name]).tolist():
+                raise RuntimeError(
+                    f"policy {policy} gave job {name!r} a node order {list(order)} that is not "
+                    "its used nodes"
+                )
+        return rows
 
 
 class Policy(ABC):
