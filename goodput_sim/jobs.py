@@ -66,11 +66,12 @@ class BeliefView:
     profiled_replicas: int  # most GPUs of any configuration observed
 
     def max_replicas(self, total_gpus: int) -> int:
-        """GPU cap that doubles with the largest size profiled (SPEC 6.2); none for an oracle."""
+        """GPU cap that doubles with the largest size profiled (SPEC 6.2; none for an oracle),
+        within the application's own limit."""
         lim = self.limits
         by_batch = max(lim.max_batch_size // lim.min_local_bsz, 1)
         grown = total_gpus if self.oracle else max(2 * self.profiled_replicas, 1)
-        return int(min(grown, total_gpus, by_batch))
+        return lim.cap(int(min(grown, total_gpus, by_batch)))
 
     @functools.cached_property
     def goodput_model(self) -> GoodputModel | None:

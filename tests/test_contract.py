@@ -234,3 +234,24 @@ def test_baselines_record_the_order_they_fill_nodes():
     assert job.placement == (4, 1, 4) and job.layout == (4, 4, 1)
     job.assign(decision.allocations["big"])
     assert job.layout == job.placement
+
+
+@pytest.mark.parametrize("policy", ["goodput", "throughput", "optimus"])
+def test_ncf_keeps_one_gpu_and_its_batch_where_the_reference_fixes_them(policy, profiles):
+    """SPEC 5.5, 6.2, 7.1: the Pollux artifact caps ncf at one GPU under Pollux and Optimus and
+    trains it at a fixed 32768 under Pollux; the bundled ncf profile carries both rules."""
+    limits = profiles["ncf"].limits
+    assert (limits.max_replicas, limits.fixed_batch_size) == (1, 32768)
+    workload = pd.DataFrame(
+        [(f"ncf-{k}", 60 * k, "ncf", 1, 32768) for k in range(3)]
+        + [("cifar10-a", 0, "cifar10", 4, 2048)],
+        columns=COLUMNS,
+    )
+    result = api.run(policy, workload, profiles, cluster="2x4")
+    seen = {}
+    for text in result.rounds["allocations"]:
+        for name, gpus, batch in allocation_entries(text):
+            seen.setdefault(name, set()).add((gpus, batch))
+    for name in ("ncf-0", "ncf-1", "ncf-2"):
+        assert seen[name] == {(1, 32768)}, (name, seen[name])
+    assert max(g for g, _ in seen["cifar10-a"]) > 1  # other applications still scale

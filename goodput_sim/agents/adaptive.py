@@ -5,7 +5,8 @@
 * ``throughput``: the (b, s) with the most examples per second, ignoring efficiency.
 
 Before the job's first observation there is no model; both run a fixed, safe batch
-(max(M0, b_min x GPUs), SPEC 5.3)."""
+(max(M0, b_min x GPUs), SPEC 5.3). An application whose limits fix its batch
+(``fixed_batch_size``, ncf in the Pollux artifact) keeps that batch under both."""
 
 from __future__ import annotations
 
@@ -24,10 +25,16 @@ def without_statistics(model: GoodputModel) -> GoodputModel:
     return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
 
 
-def _safe_configs(belief, replicas, shape):
+def _unadapted(belief, replicas, shape):
+    """The batch plan of a job that cannot adapt (yet): its application's fixed batch, or the
+    safe batch before its first observation; None once it can."""
     lim = belief.limits
-    total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
-    return fixed_configs(lim, total, replicas, shape)
+    if lim.fixed_batch_size is not None:
+        return fixed_configs(lim, lim.fixed_batch_size, replicas, shape)
+    if belief.goodput_model is None:
+        total = max(lim.init_batch_size, lim.min_local_bsz * replicas)
+        return fixed_configs(lim, total, replicas, shape)
+    return None
 
 
 @register_agent
@@ -37,10 +44,10 @@ class GoodputAgent(BatchAgent):
     name = "goodput"
 
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
-        model = belief.goodput_model
-        if model is None:
-            return _safe_configs(belief, replicas, np.shape(grad_sqr))
-        choice = model.optimize(nodes, replicas, True, grad_sqr, grad_var)
+        fixed = _unadapted(belief, replicas, np.shape(grad_sqr))
+        if fixed is not None:
+            return fixed
+        choice = belief.goodput_model.optimize(nodes, replicas, True, grad_sqr, grad_var)
         return choice.local_bsz, choice.accum_steps
 
 
@@ -57,11 +64,12 @@ class ThroughputAgent(BatchAgent):
         self._fastest = functools.lru_cache(maxsize=4096)(_fastest_config)
 
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
-        model = belief.goodput_model
         size = np.shape(grad_sqr)
-        if model is None:
-            return _safe_configs(belief, replicas, size)
-        local_bsz, accum_steps = self._fastest(without_statistics(model), nodes, replicas)
+        fixed = _unadapted(belief, replicas, size)
+        if fixed is not None:
+            return fixed
+        model = without_statistics(belief.goodput_model)
+        local_bsz, accum_steps = self._fastest(model, nodes, replicas)
         return np.full(size, local_bsz), np.full(size, accum_steps)
 
 

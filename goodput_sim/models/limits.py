@@ -14,3 +14,12 @@ class Limits:
     min_local_bsz: int
     max_local_bsz: int
     max_epochs: int
+    # Optional rules of the application, for the policies and agents that choose GPU counts and
+    # batch sizes: at most this many GPUs, and a total batch that is never adapted. The Pollux
+    # artifact sets both for ncf (1 GPU, 32768) under Pollux and Optimus (SPEC 5.5, 6.2, 7.1).
+    max_replicas: int | None = None
+    fixed_batch_size: int | None = None
+
+    def cap(self, replicas: int) -> int:
+        """``replicas`` within the application's own GPU limit, if it has one."""
+        return replicas if self.max_replicas is None else min(replicas, self.max_replicas)

@@ -36,7 +36,10 @@ class Optimus(Policy):
                 counts[job.name] = 1
                 free -= 1
         remaining = {job.name: self._remaining_iterations(job) for job in jobs}
-        caps = {job.name: max(job.requested_batch // job.limits.min_local_bsz, 1) for job in jobs}
+        caps = {
+            job.name: job.limits.cap(max(job.requested_batch // job.limits.min_local_bsz, 1))
+            for job in jobs
+        }
 
         def gain(job: JobView) -> float:
             r = counts[job.name]

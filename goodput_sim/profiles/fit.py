@@ -107,7 +107,7 @@ def fit_profile(measured: MeasuredProfile, source: str) -> dict:
     data = {
         "schema_version": SCHEMA_VERSION,
         "application": measured.name,
-        "limits": dict(vars(measured.limits)),
+        "limits": {k: v for k, v in vars(measured.limits).items() if v is not None},
         "throughput": fit_throughput(measured.measurements()),
         "progress": {"thresholds": _round(measured.progress_thresholds[1:], 8)},
         "gradient_stats": {

@@ -39,7 +39,10 @@ MAX_INTERPOLATED_NODES = 16  # the reference clamps node counts to its largest m
 
 # Per-application overrides of limits derived from the traces (SPEC 1.6: yolov3's max local
 # batch is 8 although its trace goes to 16).
-LIMIT_OVERRIDES: dict[str, dict[str, int]] = {"yolov3": {"max_local_bsz": 8}}
+LIMIT_OVERRIDES: dict[str, dict[str, int]] = {
+    "yolov3": {"max_local_bsz": 8},  # SPEC 1.6: the trace's largest is 16
+    "ncf": {"max_replicas": 1, "fixed_batch_size": 32768},  # SPEC 5.5, 6.2, 7.1
+}
 
 _VALIDATION_NAME = re.compile(r"^validation-(\d+)\.csv$")
 
@@ -170,6 +173,8 @@ class MeasuredProfile(ApplicationProfile):
             min_local_bsz=int(overrides.get("min_local_bsz", placements["local_bsz"].min())),
             max_local_bsz=int(overrides.get("max_local_bsz", placements["local_bsz"].max())),
             max_epochs=epochs,
+            max_replicas=overrides.get("max_replicas"),
+            fixed_batch_size=overrides.get("fixed_batch_size"),
         )
 
     @staticmethod

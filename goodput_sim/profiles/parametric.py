@@ -64,11 +64,13 @@ class ParametricProfile(ApplicationProfile):
         self.source = str(source)
         self.name = str(_require(data, "application", source))
         limits = _require(data, "limits", source)
+        optional = {"max_replicas", "fixed_batch_size"}
         try:
             self.limits = Limits(
                 **{
                     k: int(_require(limits, k, source, "limits"))
                     for k in Limits.__dataclass_fields__
+                    if k not in optional or limits.get(k) is not None
                 }
             )
         except (TypeError, ValueError):
