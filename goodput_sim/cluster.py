@@ -204,12 +204,18 @@ def packed_placement(replicas: int, gpus_per_node: int) -> tuple[int, ...]:
     return (gpus_per_node,) * full + ((rest,) if rest else ())
 
 
+def distributed_cells(population: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Cells of jobs spread over more than one node, for a (... x jobs x nodes) array: the
+    jobs that interference avoidance keeps to one per node."""
+    used = population > 0
+    return used & (used.sum(axis=-1) > 1)[..., None]
+
+
 def interference_flags(allocations: NDArray) -> NDArray[np.bool_]:
     """Jobs slowed by interference (SPEC 5.6): distributed jobs on a node that hosts at least two
     distributed jobs. ``allocations`` is (jobs x nodes)."""
     if allocations.size == 0:
         return np.zeros(0, dtype=bool)
-    used = allocations > 0
-    distributed = used.sum(axis=1) > 1
-    crowded = (used & distributed[:, None]).sum(axis=0) >= 2
-    return distributed & (used & crowded[None, :]).any(axis=1)
+    cells = distributed_cells(allocations)
+    crowded = cells.sum(axis=0) >= 2
+    return (cells & crowded[None, :]).any(axis=1)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.cluster import distributed_cells
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Snapshot, register
 from goodput_sim.policies.elastic import ELASTIC_PARAMS, Goodput
-from goodput_sim.policies.problem import AllocationProblem, distributed_cells
+from goodput_sim.policies.problem import AllocationProblem
 
 POPULATION = 100
 GENERATIONS = 100

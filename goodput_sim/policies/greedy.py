@@ -16,9 +16,9 @@ import heapq
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import packed_nodes
+from goodput_sim.cluster import distributed_cells, packed_nodes
 from goodput_sim.policies.local_search import local_search
-from goodput_sim.policies.problem import AllocationProblem, distributed_cells
+from goodput_sim.policies.problem import AllocationProblem
 
 
 def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:

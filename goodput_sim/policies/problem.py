@@ -17,6 +17,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.cluster import distributed_cells
+
 EPSILON = 1e-3
 
 SpeedupFn = Callable[[NDArray, NDArray], NDArray]
@@ -127,13 +129,6 @@ class AllocationProblem:
         if not self.interference_avoidance:
             return ok
         return ok & (distributed_cells(population).sum(axis=1) <= 1).all(axis=1)
-
-
-def distributed_cells(population: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Cells of jobs spread over more than one node, for a (... x jobs x nodes) array: the
-    jobs that interference avoidance keeps to one per node."""
-    used = population > 0
-    return used & (used.sum(axis=-1) > 1)[..., None]
 
 
 def speedup_table(speedup: SpeedupFn, cap: int, num_nodes: int, gpus_per_node: int) -> NDArray:
