@@ -169,6 +169,9 @@ class Simulation:
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:
+        """Replay the workload to the end (or the horizon); a simulation runs once."""
+        if self.env.now > 0 or self.round_records:
+            raise RuntimeError("a Simulation runs once; build a new one to run again")
         started = wallclock.perf_counter()
         env = self.env
         for job in self._queue:
@@ -192,7 +195,8 @@ class Simulation:
         )
 
     def _on_arrival(self, event: simpy.Event) -> None:
-        """A job arrives: it becomes schedulable at the next round (at or after this time)."""
+        """A job arrives: it becomes schedulable at the next round (at or after this time).
+        Arrival events fire in queue order (time, then creation order)."""
         self.active.append(self._queue[self._arrived])
         self._arrived += 1
 
@@ -210,7 +214,7 @@ class Simulation:
             now = env.now
             self._advance(self.active, self.last_advance, now)
             self.last_advance = now
-            self._complete_finished(now)
+            self._complete_finished()
             waiting = len(self._queue) - self._arrived
             if (not self.active and not waiting) or (horizon is not None and now >= horizon):
                 return
@@ -224,7 +228,7 @@ class Simulation:
                 wait = min(wait, max(horizon - now, 0.0))
             yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
 
-    def _complete_finished(self, now: float) -> None:
+    def _complete_finished(self) -> None:
         """Drop finished jobs from the active set and succeed their completion events (at this
         round; the event's value carries the exact finish time)."""
         still = []

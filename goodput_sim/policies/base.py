@@ -88,14 +88,22 @@ class Decision:
             if unknown:
                 raise RuntimeError(f"policy {policy} {kind} unknown job {unknown[0]!r}")
         zeros = np.zeros(len(capacity), dtype=np.int64)
-        rows = [np.asarray(self.allocations.get(name, zeros)) for name in names]
-        for name, row in zip(names, rows, strict=True):
-            if row.shape != zeros.shape or row.dtype.kind not in "iu":
-                raise RuntimeError(
-                    f"policy {policy} gave job {name!r} a malformed row {row.tolist()!r}; "
-                    f"expected {len(capacity)} integers"
-                )
-        matrix = np.array(rows, dtype=np.int64).reshape(len(names), len(capacity))
+        given = [self.allocations.get(name, zeros) for name in names]
+        try:  # the common case: one conversion of well-formed rows
+            matrix = np.array(given)
+            well_formed = matrix.shape == (len(names), len(capacity)) and (
+                matrix.dtype.kind in "iu" or not len(names)
+            )
+        except ValueError:  # rows of different lengths
+            well_formed = False
+        if not well_formed:
+            for name, row in zip(names, map(np.asarray, given), strict=True):
+                if row.shape != zeros.shape or row.dtype.kind not in "iu":
+                    raise RuntimeError(
+                        f"policy {policy} gave job {name!r} a malformed row {row.tolist()!r}; "
+                        f"expected {len(capacity)} integers"
+                    )
+        matrix = matrix.astype(np.int64, copy=False).reshape(len(names), len(capacity))
         if (matrix < 0).any():
             name = names[int(np.flatnonzero((matrix < 0).any(axis=1))[0])]
             raise RuntimeError(f"policy {policy} gave job {name!r} negative GPUs")
