@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from goodput_sim.models.noise import grad_stats_from_estimates, microbatch_estimates
+
 
 def gain(batch_size: ArrayLike, init_batch_size: float, sqr: ArrayLike, var: ArrayLike) -> NDArray:
     """Progress per step at ``batch_size``, in steps at ``init_batch_size`` (1 if undefined)."""
@@ -48,17 +50,8 @@ def steps_and_examples(batch_size: ArrayLike, critical_batch: float) -> tuple[ND
 def estimate_grad_stats(
     sub_batch_grads: ArrayLike, sub_batch_size: int, init_batch_size: float
 ) -> tuple[float, float]:
-    """Unbiased (sqr, var) from gradients of q >= 2 disjoint equal sub-batches (SPEC 4.4, seed 002).
-
-    With ``local`` the mean of |g_i|^2 and ``total`` = |mean g_i|^2:
-    ``sqr = (q*total - local)/(q - 1)`` estimates |grad L|^2 and
-    ``var = (local - total) * (q*b/M0)/(q - 1)`` estimates tr(Sigma) at batch ``M0``.
-    """
-    grads = np.asarray(sub_batch_grads, dtype=np.float64)
-    if grads.ndim != 2 or grads.shape[0] < 2:
-        raise ValueError("need gradients of at least two sub-batches, shape (q, dims)")
-    q = grads.shape[0]
-    local = float(np.mean(np.sum(grads**2, axis=1)))
-    total = float(np.sum(grads.mean(axis=0) ** 2))
-    scale = q * sub_batch_size / init_batch_size
-    return (q * total - local) / (q - 1), (local - total) * scale / (q - 1)
+    """Unbiased (sqr, var) from gradients of q >= 2 disjoint equal sub-batches (SPEC 4.4, seed
+    002): ``|grad L|^2`` and ``tr(Sigma)`` at batch ``M0``, from
+    :func:`goodput_sim.models.noise.microbatch_estimates`."""
+    estimate = microbatch_estimates(sub_batch_grads, sub_batch_size)
+    return grad_stats_from_estimates(estimate, init_batch_size)

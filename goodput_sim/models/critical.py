@@ -1,0 +1,110 @@
+"""The critical batch size (seed 002; McCandlish et al., 2018): the steps-examples trade-off
+``S = S_min (1 + B_crit/B)``, ``E = E_min (1 + B/B_crit)`` with ``E_min = S_min B_crit``, fitted
+to (steps, examples) pairs, and how an application's noise scale moves during training."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import least_squares
+
+from goodput_sim.models.efficiency import gain, noise_scale
+from goodput_sim.profiles.base import ApplicationProfile
+
+
+@dataclass(frozen=True)
+class CriticalBatchFit:
+    """``S_min`` (fewest steps), ``E_min`` (fewest examples) and ``B_crit = E_min/S_min``."""
+
+    s_min: float
+    e_min: float
+    rms_log_error: float  # of steps and examples together
+
+    @property
+    def b_crit(self) -> float:
+        return self.e_min / self.s_min
+
+    def steps(self, batch: ArrayLike) -> NDArray:
+        return self.s_min * (1.0 + self.b_crit / np.asarray(batch, dtype=np.float64))
+
+    def examples(self, batch: ArrayLike) -> NDArray:
+        return self.e_min * (1.0 + np.asarray(batch, dtype=np.float64) / self.b_crit)
+
+
+def fit_critical_batch(steps: ArrayLike, examples: ArrayLike) -> CriticalBatchFit:
+    """Fit ``S_min`` and ``E_min`` to runs that reached one target with (steps, examples).
+
+    Each run's batch is ``B = E/S``, and ``S = S_min + E_min/B`` is linear in ``1/B``: linear
+    least squares starts a log-space fit of both curves (relative errors, so runs of any size
+    count alike)."""
+    steps = np.asarray(steps, dtype=np.float64)
+    examples = np.asarray(examples, dtype=np.float64)
+    if steps.shape != examples.shape or steps.size < 2:
+        raise ValueError("need at least two (steps, examples) pairs of equal length")
+    if (steps <= 0).any() or (examples <= 0).any():
+        raise ValueError("steps and examples must be positive")
+    batch = examples / steps
+    design = np.stack([np.ones_like(batch), 1.0 / batch], axis=1)
+    (s_min, e_min), *_ = np.linalg.lstsq(design, steps, rcond=None)
+    start = np.log(np.maximum([s_min, e_min], [steps.min() * 1e-3, examples.min() * 1e-3]))
+
+    def residuals(log_params: NDArray) -> NDArray:
+        s, e = np.exp(log_params)
+        return np.concatenate(
+            [np.log(s + e / batch) - np.log(steps), np.log(e + s * batch) - np.log(examples)]
+        )
+
+    solution = least_squares(residuals, start, method="lm")
+    s_min, e_min = np.exp(solution.x)
+    rms = float(np.sqrt(np.mean(solution.fun**2)))
+    return CriticalBatchFit(float(s_min), float(e_min), rms)
+
+
+@dataclass(frozen=True)
+class NoiseTrajectory:
+    """An application's noise scale ``M0 * grad_var / grad_sqr`` per epoch, at batch M0."""
+
+    application: str
+    progress: NDArray  # fraction of total training progress at the start of each epoch
+    noise_scale: NDArray  # examples
+
+    @property
+    def growth(self) -> float:
+        """Last epoch's noise scale over the first's."""
+        return float(self.noise_scale[-1] / self.noise_scale[0])
+
+
+def noise_trajectory(profile: ApplicationProfile) -> NoiseTrajectory:
+    """How the critical batch moves from the start to the end of training (seed 002)."""
+    lim = profile.limits
+    epochs = np.arange(lim.max_epochs)
+    sqr, var = profile.grad_stats(lim.init_batch_size, epochs)
+    progress = profile.progress_thresholds[:-1] / profile.total_progress
+    return NoiseTrajectory(profile.name, progress, noise_scale(lim.init_batch_size, sqr, var))
+
+
+def steps_and_examples_to_finish(
+    profile: ApplicationProfile, batches: ArrayLike
+) -> tuple[NDArray, NDArray]:
+    """Optimizer steps and examples a job of ``profile`` needs to finish at each fixed total
+    batch: each epoch's progress divided by the progress per step at that batch (SPEC 4.1),
+    with the gradient statistics measured at that batch."""
+    lim = profile.limits
+    batches = np.asarray(batches, dtype=np.float64)
+    epochs = np.arange(lim.max_epochs)
+    needed = np.diff(profile.progress_thresholds)
+    steps = np.empty(len(batches))
+    for k, batch in enumerate(batches):
+        sqr, var = profile.grad_stats(batch, epochs)
+        steps[k] = float(np.sum(needed / gain(batch, lim.init_batch_size, sqr, var)))
+    return steps, steps * batches
+
+
+def profile_critical_batch(profile: ApplicationProfile, count: int = 12) -> CriticalBatchFit:
+    """The critical-batch fit of a whole training run of ``profile``, from ``count`` fixed batch
+    sizes spread geometrically over its valid range."""
+    lim = profile.limits
+    batches = np.geomspace(lim.init_batch_size, lim.max_batch_size, count)
+    return fit_critical_batch(*steps_and_examples_to_finish(profile, batches))
