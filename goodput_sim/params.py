@@ -18,7 +18,8 @@ _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
 @dataclass(frozen=True)
 class Param:
-    """One declared parameter: a type (bool, int or float), a default and an inclusive range."""
+    """One declared parameter: a type (bool, int, float, or str with ``choices``), a default and
+    an inclusive range."""
 
     name: str
     kind: type
@@ -26,10 +27,13 @@ class Param:
     help: str
     low: float | None = None
     high: float | None = None
+    choices: tuple[str, ...] = ()
 
     def describe_range(self) -> str:
         if self.kind is bool:
             return "true or false"
+        if self.kind is str:
+            return "one of " + ", ".join(self.choices)
         low = "-inf" if self.low is None else f"{self.low:g}"
         high = "inf" if self.high is None else f"{self.high:g}"
         return f"{self.kind.__name__} in [{low}, {high}]"
@@ -44,6 +48,10 @@ class Param:
             text = str(value).strip().lower()
             if text in _TRUE | _FALSE:
                 return text in _TRUE
+            raise InputError("--param", problem)
+        if self.kind is str:
+            if isinstance(value, str) and value.strip() in self.choices:
+                return value.strip()
             raise InputError("--param", problem)
         try:
             if isinstance(value, bool):

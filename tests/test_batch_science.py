@@ -273,3 +273,18 @@ def test_windowed_plan_spends_the_whole_budget_causally():
     later[32:] *= 10
     other = plan(rates, later, 96 * 16, 4, 64, window=16, smoothing=0.5)
     np.testing.assert_allclose(other.batches[:32], schedule.batches[:32])
+
+
+def test_a_causal_plan_is_blind_to_the_noise():
+    """With the noise held at its latest estimate for the steps ahead, every windowed plan is
+    the bounded optimum with constant noise, whatever the noise does."""
+    from goodput_sim.models.tail import noise_blind_batches
+
+    rates = learning_rates("cosine", 96)
+    blind = noise_blind_batches(rates, 96 * 16, 4, 64)
+    for noise in (np.linspace(1.0, 8.0, 96), np.random.default_rng(4).uniform(0.1, 50, 96)):
+        for window, smoothing in ((1, 0.0), (16, 0.5), (40, 0.9)):
+            windowed = plan(rates, noise, 96 * 16, 4, 64, window=window, smoothing=smoothing)
+            np.testing.assert_allclose(windowed.batches, blind, rtol=1e-9)
+    hindsight = plan(rates, np.linspace(1.0, 8.0, 96), 96 * 16, 4, 64)
+    assert not np.allclose(hindsight.batches, blind)  # the all-at-once plan does see it

@@ -1,6 +1,6 @@
 """Batch agents: each job's choice of per-GPU batch and accumulation (``get_agent``)."""
 
-from goodput_sim.agents import adaptive, fixed  # noqa: F401
+from goodput_sim.agents import adaptive, critical, fixed, tail  # noqa: F401
 from goodput_sim.agents.base import (
     BatchAgent,
     BatchPlan,

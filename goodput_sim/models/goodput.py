@@ -151,12 +151,21 @@ def fixed_batch_config(
 
     One GPU above M0 uses at least two micro-steps; ``accumulate_on_one_gpu`` makes that
     unconditional, as the Optimus baseline's time estimate does (SPEC 7.1)."""
+    b, s = fixed_batch_configs(np.array([total_batch]), replicas, limits, accumulate_on_one_gpu)
+    return int(b[0]), int(s[0])
+
+
+def fixed_batch_configs(
+    total_batches: NDArray, replicas: int, limits: Limits, accumulate_on_one_gpu: bool = False
+) -> tuple[NDArray, NDArray]:
+    """:func:`fixed_batch_config` for many total batches at once (per-GPU batch and
+    accumulation steps as float arrays)."""
     init_batch, max_batch = limits.init_batch_size, limits.max_batch_size
-    max_local = limits.max_local_bsz
-    local = np.ceil(total_batch / replicas - _EPS)
-    accum = np.ceil(local / max_local - _EPS) - 1
-    if replicas == 1 and (total_batch > init_batch or accumulate_on_one_gpu):
-        accum = max(accum, 1)
+    total = np.asarray(total_batches, dtype=np.float64)
+    local = np.ceil(total / replicas - _EPS)
+    accum = np.ceil(local / limits.max_local_bsz - _EPS) - 1
+    if replicas == 1:
+        accum = np.where((total > init_batch) | accumulate_on_one_gpu, np.maximum(accum, 1), accum)
     b = np.ceil(local / (accum + 1) - _EPS)
-    b = max(min(b, np.floor(max_batch / (replicas * (accum + 1)))), 1)
-    return int(b), int(accum)
+    b = np.maximum(np.minimum(b, np.floor(max_batch / (replicas * (accum + 1)))), 1)
+    return b, accum

@@ -19,6 +19,9 @@ class Limits:
     # artifact sets both for ncf (1 GPU, 32768) under Pollux and Optimus (SPEC 5.5, 6.2, 7.1).
     max_replicas: int | None = None
     fixed_batch_size: int | None = None
+    # The learning-rate schedule the application trains with (constant, step or cosine), for
+    # agents that plan batches around it; None: the agent's default.
+    lr_schedule: str | None = None
 
     def cap(self, replicas: int) -> int:
         """``replicas`` within the application's own GPU limit, if it has one."""

@@ -68,29 +68,39 @@ def optimal_batches(coefficients: ArrayLike, noise: ArrayLike, budget: float) ->
 def clipped_batches(
     coefficients: ArrayLike, noise: ArrayLike, budget: float, low: float, high: float
 ) -> NDArray:
-    """The optimum under ``low <= B_t <= high``: steps that hit a bound are fixed there and the
-    remaining budget is shared by the others in proportion to ``sqrt(c_t s_t)`` again, until
-    no step leaves its bounds (the exact solution of the bounded problem)."""
+    """The optimum under ``low <= B_t <= high``: by the optimality conditions
+    ``B_t = clip(lam * sqrt(c_t s_t), low, high)`` for the one ``lam`` that spends the budget, so
+    steps that hit a bound stay there and the remaining budget is shared by the others in
+    proportion to ``sqrt(c_t s_t)``. The spend is piecewise linear in ``lam`` with breakpoints
+    ``low/w`` and ``high/w``; the segment holding the budget is found among them and solved
+    exactly."""
     weight = np.sqrt(np.asarray(coefficients, dtype=np.float64) * np.asarray(noise, np.float64))
     n = weight.size
     if not low * n <= budget <= high * n:
         raise ValueError(f"budget {budget:g} cannot be met by {n} steps within [{low:g}, {high:g}]")
-    out = np.empty(n)
-    free = np.ones(n, dtype=bool)
-    fixed_sum = 0.0
-    for _ in range(n + 1):
-        share = (budget - fixed_sum) / weight[free].sum() if weight[free].sum() > 0 else None
-        out[free] = (
-            weight[free] * share if share is not None else (budget - fixed_sum) / max(free.sum(), 1)
-        )
-        over, under = free & (out > high), free & (out < low)
-        if not over.any() and not under.any():
-            return out
-        # Fix the side that violates most (in budget terms) first; both converge to the optimum.
-        fix = over if (out[over] - high).sum() >= (low - out[under]).sum() else under
-        out[fix] = high if fix is over else low
-        fixed_sum += out[fix].sum()
-        free &= ~fix
+    w = weight[weight > 0]
+    if not len(w):
+        return np.full(n, budget / n)
+    budget -= low * (n - len(w))  # steps without weight stay at the lower bound
+    enter, leave = np.sort(low / w), np.sort(high / w)  # lam where a step leaves low, hits high
+    w_enter = np.concatenate([[0.0], np.cumsum(w[np.argsort(low / w)])])
+    w_leave = np.concatenate([[0.0], np.cumsum(w[np.argsort(high / w)])])
+
+    def spend_parts(lam: NDArray) -> tuple[NDArray, NDArray]:
+        """(spend of the steps at a bound, weight of the free steps) at each ``lam``."""
+        entered = np.searchsorted(enter, lam, side="left")
+        left = np.searchsorted(leave, lam, side="right")
+        fixed = (len(w) - entered) * low + left * high
+        return fixed, w_enter[entered] - w_leave[left]
+
+    points = np.sort(np.concatenate([enter, leave]))
+    fixed, free = spend_parts(points)
+    j = min(int(np.searchsorted(fixed + points * free, budget, side="left")), len(points) - 1)
+    middle = points[j] if j == 0 else 0.5 * (points[j - 1] + points[j])
+    fixed, free = spend_parts(np.array([middle]))
+    lam = (budget - fixed[0]) / free[0] if free[0] > 0 else points[j]
+    out = np.full(n, float(low))
+    out[weight > 0] = np.clip(lam * w, low, high)
     return out
 
 
@@ -108,6 +118,12 @@ def rounded_batches(batches: ArrayLike, budget: int, granule: int = 1) -> NDArra
         for k in np.argsort(-out, kind="stable")[:-missing]:
             out[k] -= 1
     return (out * granule).astype(np.int64)
+
+
+def noise_blind_batches(rates: ArrayLike, budget: float, low: float, high: float) -> NDArray:
+    """What every causal (windowed) plan amounts to: the bounded optimum with constant noise,
+    batches in proportion to ``sqrt(c_t)``."""
+    return clipped_batches(tail_coefficients(rates), 1.0, budget, low, high)
 
 
 @dataclass(frozen=True)
@@ -150,7 +166,12 @@ def plan(
     causally: at the start of each window of W steps the noise estimate is updated (an
     exponential moving average with weight ``smoothing`` on the previous estimate) from that
     window's first measurement, and the remaining budget is allocated over the remaining steps
-    as if the estimate held from then on; the window keeps its share."""
+    as if the estimate held from then on; the window keeps its share.
+
+    A causal plan cannot see the noise: an estimate held constant over the remaining steps
+    scales their weights alike, which the budget constraint cancels, and the tail of an optimum
+    is optimal for the budget it leaves. So every windowed plan equals the all-at-once plan
+    with constant noise (:func:`noise_blind_batches`; tested)."""
     c = tail_coefficients(rates)
     s = np.broadcast_to(np.asarray(noise, dtype=np.float64), c.shape).astype(np.float64)
     n = len(c)

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from goodput_sim.errors import InputError
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.limits import Limits
+from goodput_sim.models.tail import SCHEDULES
 from goodput_sim.models.throughput import gamma_norm
 from goodput_sim.profiles.base import (
     ApplicationProfile,
@@ -64,17 +65,23 @@ class ParametricProfile(ApplicationProfile):
         self.source = str(source)
         self.name = str(_require(data, "application", source))
         limits = _require(data, "limits", source)
-        optional = {"max_replicas", "fixed_batch_size"}
+        optional = {"max_replicas", "fixed_batch_size", "lr_schedule"}
         try:
-            self.limits = Limits(
-                **{
-                    k: int(_require(limits, k, source, "limits"))
-                    for k in Limits.__dataclass_fields__
-                    if k not in optional or limits.get(k) is not None
-                }
-            )
+            values = {
+                k: _require(limits, k, source, "limits")
+                for k in Limits.__dataclass_fields__
+                if k not in optional or limits.get(k) is not None
+            }
+            schedule = values.pop("lr_schedule", None)
+            self.limits = Limits(**{k: int(v) for k, v in values.items()}, lr_schedule=schedule)
         except (TypeError, ValueError):
             raise InputError(source, "limits must be integers", where="field limits") from None
+        if schedule is not None and schedule not in SCHEDULES:
+            raise InputError(
+                source,
+                f"unknown learning-rate schedule {schedule!r}; known: {', '.join(SCHEDULES)}",
+                where="field limits.lr_schedule",
+            )
         tp = _require(data, "throughput", source)
         compute = _require(tp, "compute", source, "throughput")
         self._knot_bsz = _array(compute, "local_bsz", source, "throughput.compute")
