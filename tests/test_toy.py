@@ -111,3 +111,35 @@ def test_cli_recurrence():
     table = runner.invoke(main, ["toy", "recurrence"])
     assert table.exit_code == 0, table.output
     assert "unreachable (floor" in table.output and "batch 512 in 1.1628 s" in table.output
+
+
+# ------------------------------------------------------------------ seed 002 and 004 toys
+def test_toy_critical_batch_json_and_table():
+    from goodput_sim.cli import main
+
+    runner = CliRunner()
+    data = json.loads(runner.invoke(main, ["toy", "critical-batch", "--format", "json"]).output)
+    rows = {r["application"]: r for r in data["rows"]}
+    assert set(rows) == {"bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"}
+    for row in rows.values():
+        assert row["noise_scale_end"] > row["noise_scale_start"] > 0
+        assert row["growth"] == pytest.approx(row["noise_scale_end"] / row["noise_scale_start"])
+        assert row["b_crit"] == pytest.approx(row["e_min"] / row["s_min"])
+    table = runner.invoke(main, ["toy", "critical-batch"])
+    assert table.exit_code == 0 and "cifar10" in table.output and "B_crit" in table.output
+
+
+def test_toy_tail_weighted_json_and_table():
+    from goodput_sim.cli import main
+
+    runner = CliRunner()
+    data = json.loads(runner.invoke(main, ["toy", "tail-weighted", "--format", "json"]).output)
+    assert data["setting"] == {"steps": 64, "static_batch": 16, "low": 8, "high": 64}
+    for row in data["rows"]:
+        assert row["integer_over_continuous"] <= 1.001
+        assert row["objective"] <= row["static_objective"]
+        assert 8 <= row["min_batch"] <= row["max_batch"] <= 64
+    table = runner.invoke(main, ["toy", "tail-weighted", "--steps", "32"])
+    assert table.exit_code == 0 and "cosine" in table.output
+    bad = runner.invoke(main, ["toy", "tail-weighted", "--static-batch", "100"])
+    assert bad.exit_code == 2 and "--static-batch" in bad.output

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
@@ -116,3 +117,106 @@ def recurrence_cmd(fmt: str) -> None:
             else (f"batch {r.batch} in {r.seconds:.4f} s")
         )
         click.echo(f"  sigma {sigma:g}: {best_text}")
+
+
+@toy_group.command("critical-batch")
+@click.option(
+    "--profiles",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of YAML profiles or a measurement folder (default: bundled).",
+)
+@_FORMAT
+def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
+    """Seed 002: each application's noise scale at the start and end of training, and the
+    critical batch of its whole run (S = S_min (1 + B_crit/B))."""
+    from goodput_sim.models.critical import critical_batch_report
+    from goodput_sim.profiles import load_profiles
+
+    rows = critical_batch_report(load_profiles(profiles))
+    if fmt == "json":
+        click.echo(json.dumps({"rows": rows}, indent=2))
+        return
+    headers = [
+        "application",
+        "M0",
+        "max B",
+        "B_noise start",
+        "end",
+        "growth",
+        "S_min",
+        "E_min",
+        "B_crit",
+        "fit rms",
+    ]
+    cells = [
+        [
+            r["application"],
+            str(r["init_batch_size"]),
+            str(r["max_batch_size"]),
+            f"{r['noise_scale_start']:.4g}",
+            f"{r['noise_scale_end']:.4g}",
+            f"{r['growth']:.3g}x",
+            f"{r['s_min']:.4g}",
+            f"{r['e_min']:.4g}",
+            f"{r['b_crit']:.4g}",
+            f"{r['fit_rms_log_error']:.1%}",
+        ]
+        for r in rows
+    ]
+    click.echo(_table(headers, cells))
+    click.echo(
+        "\nB_noise = M0 * grad_var / grad_sqr at batch M0, first and last epoch; S_min, E_min,"
+        "\nB_crit fitted to the steps and examples to finish at 12 fixed batches."
+    )
+
+
+@toy_group.command("tail-weighted")
+@click.option("--steps", type=click.IntRange(2, 100_000), default=64, show_default=True)
+@click.option("--static-batch", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--low", type=click.IntRange(1), default=8, show_default=True)
+@click.option("--high", type=click.IntRange(1), default=64, show_default=True)
+@_FORMAT
+def tail_weighted_cmd(steps: int, static_batch: int, low: int, high: int, fmt: str) -> None:
+    """Seed 004: the tail-weighted schedule under the static batch's example budget, per
+    learning-rate schedule, with constant noise."""
+    from goodput_sim.errors import InputError
+    from goodput_sim.models.tail import tail_weighted_report
+
+    if not low <= static_batch <= high:
+        raise InputError("--static-batch", f"must lie within [--low, --high] = [{low}, {high}]")
+    rows = tail_weighted_report(steps, static_batch, low, high)
+    if fmt == "json":
+        setting = {"steps": steps, "static_batch": static_batch, "low": low, "high": high}
+        click.echo(json.dumps({"setting": setting, "rows": rows}, indent=2))
+        return
+    headers = [
+        "schedule",
+        "B_1",
+        "B_tau",
+        "range",
+        "objective",
+        "integer",
+        "static",
+        "vs static",
+        "int/cont",
+    ]
+    cells = [
+        [
+            r["schedule"],
+            str(r["first_batch"]),
+            str(r["last_batch"]),
+            f"{r['min_batch']}-{r['max_batch']}",
+            f"{r['objective']:.5g}",
+            f"{r['integer_objective']:.5g}",
+            f"{r['static_objective']:.5g}",
+            f"{-r['reduction_vs_static']:+.2%}",
+            f"{r['integer_over_continuous']:.5f}",
+        ]
+        for r in rows
+    ]
+    click.echo(_table(headers, cells))
+    click.echo(
+        f"\n{steps} steps, budget {steps * static_batch} examples (static batch {static_batch}),"
+        f" batches in [{low}, {high}], constant noise; objective = sum_t c_t s_t / B_t."
+    )

@@ -108,3 +108,28 @@ def profile_critical_batch(profile: ApplicationProfile, count: int = 12) -> Crit
     lim = profile.limits
     batches = np.geomspace(lim.init_batch_size, lim.max_batch_size, count)
     return fit_critical_batch(*steps_and_examples_to_finish(profile, batches))
+
+
+def critical_batch_report(profiles: dict[str, ApplicationProfile]) -> list[dict]:
+    """Per application: the noise scale at the start and end of training (its ratio) and the
+    critical-batch fit of the whole run; the headline numbers of ``toy critical-batch``."""
+    rows = []
+    for name in sorted(profiles):
+        profile = profiles[name]
+        trajectory = noise_trajectory(profile)
+        fit = profile_critical_batch(profile)
+        rows.append(
+            {
+                "application": name,
+                "init_batch_size": profile.limits.init_batch_size,
+                "max_batch_size": profile.limits.max_batch_size,
+                "noise_scale_start": float(trajectory.noise_scale[0]),
+                "noise_scale_end": float(trajectory.noise_scale[-1]),
+                "growth": trajectory.growth,
+                "s_min": fit.s_min,
+                "e_min": fit.e_min,
+                "b_crit": fit.b_crit,
+                "fit_rms_log_error": fit.rms_log_error,
+            }
+        )
+    return rows
