@@ -49,6 +49,7 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
         "gpu_utilization": busy / (total_gpus * makespan) if makespan > 0 else np.nan,
         "avg_queueing": _mean(jobs["queueing"]),
         "avg_restarts": _mean(jobs["restarts"]),
+        "gpu_hours": busy / 3600.0,
         "examples": examples,
         "examples_per_gpu_second": _geometric_mean(app_rates),
     }

@@ -87,19 +87,26 @@ def sweep(
     progress: bool = True,
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
+    variants: Iterable[tuple[str | None, Mapping[str, Any]]] | None = None,
 ) -> pd.DataFrame:
     """Run every (policy, workload, seed) not already in ``out`` (with batch ``agent`` and
-    ``params`` for every run); return all summary rows."""
+    ``params`` for every run, or each (agent, params) of ``variants`` in turn); return all
+    summary rows."""
     out = Path(out)
     spec = as_cluster(cluster)
     config = config or SimConfig()
-    policies = check_policies(policies, agent, params)
-    pairs = tuple(sorted((str(k), str(v)) for k, v in (params or {}).items()))
+    variants = list(variants) if variants is not None else [(agent, params or {})]
+    for variant_agent, variant_params in variants:
+        policies = check_policies(policies, variant_agent, variant_params)
+    variant_keys = [(a, tuple(sorted((str(k), str(v)) for k, v in p.items()))) for a, p in variants]
     paths = [Path(w) for w in workloads]
     for path in paths:
         if not path.is_file():
             raise InputError(path, "workload file does not exist")
-    tasks = [SweepTask(p, w, s, agent, pairs) for w, p, s in product(paths, policies, seeds)]
+    tasks = [
+        SweepTask(p, w, s, a, pairs)
+        for w, p, (a, pairs), s in product(paths, policies, variant_keys, seeds)
+    ]
     rows = {
         t: json.loads((t.folder(out) / "summary.json").read_text())
         for t in tasks

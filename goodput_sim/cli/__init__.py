@@ -32,7 +32,13 @@ def main() -> None:
 
 
 def _register() -> None:
-    from goodput_sim.cli import profiles_cmd, sim_cmd, toy_cmd, workload_cmd  # noqa: F401
+    from goodput_sim.cli import (  # noqa: F401
+        experiment_cmd,
+        profiles_cmd,
+        sim_cmd,
+        toy_cmd,
+        workload_cmd,
+    )
 
 
 _register()

@@ -1,0 +1,1 @@
+"""Named experiments built on sweeps: each runs a grid, then reports with confidence intervals."""

@@ -1,0 +1,93 @@
+"""`goodput-sim experiment batch-rules`: the grid runs, the report's statistics are sound, and
+an interrupted experiment resumes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from goodput_sim.api import bundled_workload
+from goodput_sim.cli import main
+from goodput_sim.experiments.batch_rules import bootstrap_mean_ci, run_batch_rules
+
+
+@pytest.fixture(scope="module")
+def small_workloads(tmp_path_factory) -> list[Path]:
+    """Two 12-job slices of the bundled workload."""
+    folder = tmp_path_factory.mktemp("workloads")
+    jobs = pd.read_csv(bundled_workload())
+    paths = []
+    for k in range(2):
+        path = folder / f"slice-{k}.csv"
+        jobs.iloc[12 * k : 12 * (k + 1)].to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def test_bootstrap_interval_covers_the_mean_at_about_its_level():
+    rng = np.random.default_rng(0)
+    covered = 0
+    for _ in range(200):
+        sample = rng.normal(10.0, 2.0, 8)
+        low, high = bootstrap_mean_ci(sample, rng, resamples=1000)
+        assert low <= sample.mean() <= high
+        covered += low <= 10.0 <= high
+    assert 0.8 <= covered / 200 <= 1.0  # percentile intervals run a little narrow at n = 8
+    assert all(np.isnan(bootstrap_mean_ci(np.array([1.0]), rng)))
+    paired = np.array([[2.0, 1.0], [4.0, 2.0], [6.0, 3.0]])
+    assert bootstrap_mean_ci(paired, rng) == pytest.approx((2.0, 2.0))  # every resample: 2
+
+
+def test_batch_rules_reports_and_resumes(small_workloads, tmp_path):
+    out = tmp_path / "br"
+    args = dict(agents=("fixed", "critical-compute", "tail-weighted"), schedulers=("tiresias",))
+    result = run_batch_rules(small_workloads, out, progress=False, **args)
+    report = result.report.set_index("agent")
+    assert list(report.index) == ["fixed", "critical-compute", "tail-weighted"]
+    assert (report["workloads"] == 2).all()
+    assert (report["avg_jct_ci_low_s"] <= report["avg_jct_s"]).all()
+    assert (report["avg_jct_s"] <= report["avg_jct_ci_high_s"]).all()
+    assert report.loc["fixed", "jct_vs_fixed"] == pytest.approx(1.0)
+    runs = result.runs
+    for agent in report.index:
+        mine = runs[runs["label"] == agent]
+        assert report.loc[agent, "avg_jct_s"] == pytest.approx(mine["avg_jct"].mean())
+        assert report.loc[agent, "gpu_hours"] == pytest.approx(mine["gpu_hours"].mean())
+    assert (out / "report.csv").is_file() and (out / "batch_rules.png").is_file()
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["workloads"] == ["slice-0", "slice-1"] and len(saved["report"]) == 3
+    # Resume: finished runs are kept, not redone.
+    folders = sorted((out / "runs").rglob("summary.json"))
+    stamps = [p.stat().st_mtime_ns for p in folders]
+    again = run_batch_rules(small_workloads, out, progress=False, **args)
+    assert [p.stat().st_mtime_ns for p in folders] == stamps
+    pd.testing.assert_frame_equal(again.report, result.report)
+
+
+def test_batch_rules_cli(small_workloads, tmp_path):
+    result = CliRunner().invoke(
+        main,
+        [
+            "experiment",
+            "batch-rules",
+            "--workloads",
+            str(small_workloads[0]),
+            "--agents",
+            "fixed,goodput",
+            "--schedulers",
+            "tiresias",
+            "--out",
+            str(tmp_path / "o"),
+            "--workers",
+            "1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "tiresias    goodput" in result.output and "vs fixed" in result.output
+    bad = CliRunner().invoke(main, ["experiment", "batch-rules", "--agents", "magic"])
+    assert bad.exit_code == 2 and "--agents" in bad.output
