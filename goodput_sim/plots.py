@@ -3,10 +3,11 @@ batch-size curves.
 
 Figures are built as :class:`matplotlib.figure.Figure` objects, without pyplot, so importing this
 module sets no backend: files are written by the figure's own canvas, and a notebook shows the
-returned figure inline."""
+returned figure inline (:class:`DisplayFigure` renders itself as PNG for IPython)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,20 @@ from matplotlib.figure import Figure
 
 # Okabe-Ito: distinguishable with the common forms of colour blindness.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+class DisplayFigure(Figure):
+    """A figure that IPython shows inline as PNG, whatever the matplotlib backend."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100)
+        return buffer.getvalue()
+
+
+def new_figure(width: float = 6.4, height: float = 4.2) -> DisplayFigure:
+    """An empty figure for the functions here and for notebooks."""
+    return DisplayFigure(figsize=(width, height))
 
 
 def _save(fig: Figure, path: Path | None) -> Figure:
@@ -26,7 +41,7 @@ def _save(fig: Figure, path: Path | None) -> Figure:
 
 def jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: Path | None = None) -> Figure:
     """Empirical CDF of job completion time (hours, log scale) per policy."""
-    fig = Figure(figsize=(6.4, 4.2))
+    fig = new_figure()
     ax = fig.subplots()
     for name, jobs in jobs_by_policy.items():
         jct = np.sort(jobs.loc[jobs["finished"], "jct"].to_numpy(dtype=float)) / 3600.0
@@ -47,7 +62,7 @@ def avg_jct_bars(summaries: dict[str, dict], path: Path | None = None) -> Figure
     """Average JCT per policy (hours), annotated."""
     names = list(summaries)
     values = [summaries[n]["avg_jct"] / 3600.0 for n in names]
-    fig = Figure(figsize=(6.4, 4.2))
+    fig = new_figure()
     ax = fig.subplots()
     bars = ax.bar(names, values, color=["C0" if n == "goodput" else "C7" for n in names])
     for bar, value in zip(bars, values, strict=True):
@@ -69,7 +84,7 @@ def batch_rules_figure(
     across workloads."""
     schedulers = list(dict.fromkeys(report["scheduler"]))
     agents = list(dict.fromkeys(report["agent"]))
-    fig = Figure(figsize=(8.0, 4.4))
+    fig = new_figure(8.0, 4.4)
     ax = fig.subplots()
     width = 0.8 / max(len(agents), 1)
     for k, agent in enumerate(agents):
@@ -93,7 +108,7 @@ def batch_rules_figure(
 def critical_batch_figure(trajectories, path: Path | None = None) -> Figure:
     """The critical batch (gradient noise scale, examples, log scale) against the fraction of
     training progress, one line per application (seed 002)."""
-    fig = Figure(figsize=(6.4, 4.2))
+    fig = new_figure()
     ax = fig.subplots()
     for k, t in enumerate(trajectories):
         ax.plot(t.progress, t.noise_scale, label=t.application, color=PALETTE[k % len(PALETTE)])
