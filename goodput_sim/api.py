@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from goodput_sim import __version__
 from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig, SimResult, Simulation
+from goodput_sim.errors import InputError
 from goodput_sim.metrics import claim_check, summarize
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
@@ -49,6 +51,8 @@ def check_policies(
     """The names as a list, after failing fast on an unknown policy, agent or parameter
     (before any simulation runs)."""
     names = list(names)
+    if not names:
+        raise InputError("--policies", "names no policy")
     for name in names:
         make_policy_and_agent(name, agent, params)
     return names
@@ -151,7 +155,7 @@ def compare(
     frame = _workload(workload, profile_map, spec)
     tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
     if workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
             results = dict(zip(policies, pool.map(_run_one, tasks), strict=True))
     else:
         results = {
@@ -163,6 +167,23 @@ def compare(
         summaries[name]["wall_seconds"] = r.wall_seconds
     summary = pd.DataFrame.from_dict(summaries, orient="index")
     return Comparison(results, summary, claim_check(summaries))
+
+
+def writable_folder(path: str | Path, option: str = "--out") -> Path:
+    """``path``, after checking that results can be written there (an existing folder, or a
+    new one under a writable folder) before any simulation runs, so a long run never fails at
+    the end on its output. Nothing is created here."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(option, f"{path} is a file, expected a results folder")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(option, f"{existing} is a file, so {path} cannot be created")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(option, f"{existing} is not writable")
+    return path
 
 
 def file_hash(path: str | Path) -> str:

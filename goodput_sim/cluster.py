@@ -10,10 +10,10 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import yaml
 from numpy.typing import NDArray
 
 from goodput_sim.errors import InputError
+from goodput_sim.safe_yaml import load_yaml
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles describe
@@ -116,17 +116,7 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
         raise InputError(
             "--cluster", f"expected NODESxGPUS (e.g. 16x4) or a YAML file, got {text!r}"
         )
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(path, "is not UTF-8 text") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise InputError(
-            path,
-            f"malformed YAML ({getattr(err, 'problem', err)})",
-            where=mark.line + 1 if mark else None,
-        ) from None
+    data = load_yaml(path)
     if isinstance(data, dict) and "cluster" in data:
         data = data["cluster"]
     if not isinstance(data, dict):

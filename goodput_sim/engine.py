@@ -56,17 +56,25 @@ class SimConfig:
     placement_order: str = "allocation"
 
     def __post_init__(self) -> None:
-        checks = {
-            "interval": self.interval > 0,
-            "restart_delay": self.restart_delay >= 0,
-            "interference": 0 <= self.interference < 1,
-            "horizon": self.horizon is None or self.horizon > 0,
-            "placement_order": self.placement_order in ("allocation", "node"),
+        day, decade = 86400.0, 10 * 365 * 86400.0
+        checks = {  # name: (valid, what is valid); bounded so every run ends
+            "interval": (1.0 <= self.interval <= day, "seconds in [1, 86400]"),
+            "restart_delay": (0 <= self.restart_delay <= day, "seconds in [0, 86400]"),
+            "interference": (0 <= self.interference < 1, "a slowdown in [0, 1)"),
+            "horizon": (
+                self.horizon is None or 0 < self.horizon <= decade,
+                f"seconds in (0, {decade:.0f}]",
+            ),
+            "placement_order": (
+                self.placement_order in ("allocation", "node"),
+                "allocation or node",
+            ),
         }
-        for name, ok in checks.items():
+        for name, (ok, valid) in checks.items():
             if not ok:
                 raise InputError(
-                    "--" + name.replace("_", "-"), f"invalid value {getattr(self, name)!r}"
+                    "--" + name.replace("_", "-"),
+                    f"invalid value {getattr(self, name)!r}; expected {valid}",
                 )
 
 

@@ -14,6 +14,10 @@ class InputError(Exception):
         self.problem = problem
         super().__init__(str(self))
 
+    def __reduce__(self):
+        """Pickle by constructor arguments, so errors in worker processes reach the user."""
+        return (type(self), (self.source, self.problem, self.where))
+
     def __str__(self) -> str:
         parts = [p for p in (self.source, self._where_text()) if p]
         prefix = ": ".join(parts)

@@ -23,8 +23,12 @@ import pandas as pd
 import yaml
 
 from goodput_sim.errors import InputError
+from goodput_sim.safe_yaml import load_yaml
 
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+MAX_ARRIVAL_SECONDS = 10 * 365 * 86400.0  # ten years: later arrivals are input errors
+_MAX_COUNT = 1e12  # GPUs or batch sizes beyond this are typos, not requests
+_NAME_FORBIDDEN = (";", "=")  # they separate entries of the rounds.csv allocations column
 
 # Pollux OSDI'21 artifact, TunedJobs, SPEC 7.3: the (num_replicas, batch_size) options per app,
 # chosen by the artifact's get_configurations(0.5, 0.8) (scaling efficiency 50-80 %, JCT < 12 h).
@@ -140,19 +144,31 @@ def check_workload(
     max_gpus: int | None = None,
     lines: Sequence[int] | None = None,
 ) -> None:
-    """Check each job, in row order: its application is one of ``applications`` and it asks
-    for at most ``max_gpus`` GPUs. ``lines`` (one per row) puts file lines in the messages.
+    """Check each job, in row order: its application is one of ``applications``, its batch is
+    within the application's largest validated batch (when ``applications`` maps names to
+    profiles) and it asks for at most ``max_gpus`` GPUs. ``lines`` (one per row) puts file
+    lines in the messages.
 
     A job larger than the cluster can never be placed: without this check the gang policies
     (fifo, tiresias) would wait for it forever and the run would never end.
     """
     known = None if applications is None else sorted(set(applications))
-    rows = zip(frame["name"], frame["application"], frame["num_replicas"], strict=True)
-    for row, (name, application, replicas) in enumerate(rows):
+    profiles = applications if isinstance(applications, Mapping) else {}
+    columns = ("name", "application", "num_replicas", "batch_size")
+    rows = zip(*(frame[c] for c in columns), strict=True)
+    for row, (name, application, replicas, batch) in enumerate(rows):
         line = None if lines is None else lines[row]
         if known is not None and application not in known:
             raise InputError(
                 source, f"unknown application {application!r}; known: {', '.join(known)}", line
+            )
+        limits = getattr(profiles.get(application), "limits", None)
+        if limits is not None and batch > limits.max_batch_size:
+            raise InputError(
+                source,
+                f"job {name!r} asks for batch {int(batch)}, more than {application}'s largest "
+                f"validated batch {limits.max_batch_size}",
+                line,
             )
         if max_gpus is not None and replicas > max_gpus:
             raise InputError(
@@ -202,6 +218,9 @@ def _parse_job(
     raw = {c: fields[i].strip() for c, i in columns.items()}
     if not raw["name"]:
         raise InputError(path, "empty job name", line)
+    bad = [c for c in _NAME_FORBIDDEN if c in raw["name"]]
+    if bad:
+        raise InputError(path, f"job name {raw['name']!r} may not contain {bad[0]!r}", line)
     if not raw["application"]:
         raise InputError(path, "empty application", line)
     return {
@@ -219,8 +238,10 @@ def _arrival_time(path: Path, line: int, text: str) -> float:
         value = float(text)
     except ValueError:
         raise InputError(path, f"time {text!r} is not a number", line) from None
-    if not math.isfinite(value) or value < 0:
-        raise InputError(path, f"time {text!r} must be a finite number >= 0", line)
+    if not math.isfinite(value) or not 0 <= value <= MAX_ARRIVAL_SECONDS:
+        raise InputError(
+            path, f"time {text!r} must lie in [0, {MAX_ARRIVAL_SECONDS:.0f}] seconds", line
+        )
     return value
 
 
@@ -230,8 +251,10 @@ def _positive_int(path: Path, line: int, column: str, text: str) -> int:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value.is_integer() and value >= 1):
-        raise InputError(path, f"{column} {text!r} must be a positive integer", line)
+    if not (math.isfinite(value) and value.is_integer() and 1 <= value <= _MAX_COUNT):
+        raise InputError(
+            path, f"{column} {text!r} must be a positive integer up to {_MAX_COUNT:.0e}", line
+        )
     return int(value)
 
 
@@ -376,12 +399,7 @@ def write_philly_stats(stats: Mapping[str, Any], path: str | Path) -> None:
 def load_philly_stats(path: str | Path) -> dict[str, Any]:
     """Read a Philly statistics YAML and check the fields the generator uses."""
     path = Path(path)
-    try:
-        stats = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise InputError(path, f"cannot read statistics: {err}") from None
+    stats = load_yaml(path)
     if not isinstance(stats, dict):
         raise InputError(path, "expected a YAML mapping of Philly statistics")
     _check_weights(path, "hour_of_day.fractions", _get(path, stats, "hour_of_day.fractions"), 24)

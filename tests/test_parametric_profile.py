@@ -202,7 +202,7 @@ def test_not_a_mapping_and_not_text(tmp_path):
     path.write_bytes(b"\xff\xfe\x00application")
     with pytest.raises(InputError, match="binary.yaml"):
         ParametricProfile.from_yaml(path)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="file not found"):
         ParametricProfile.from_yaml(tmp_path / "absent.yaml")
 
 

@@ -15,13 +15,17 @@ from goodput_sim.errors import InputError
 
 
 class _Main(click.Group):
-    """Click group that turns :class:`InputError` into a one-line message and exit code 2."""
+    """Click group that turns :class:`InputError` and bad option values into a one-line message
+    and exit code 2."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except InputError as err:
             click.echo(f"error: {err}", err=True)
+            sys.exit(2)
+        except click.UsageError as err:  # a bad option value: one line too, not click's three
+            click.echo(f"error: {err.format_message()}", err=True)
             sys.exit(2)
 
 

@@ -17,10 +17,12 @@ from goodput_sim.api import (
     input_hashes,
     parse_policies,
     run,
+    writable_folder,
     write_run,
 )
 from goodput_sim.cli import main
 from goodput_sim.engine import SimConfig
+from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
 from goodput_sim.plots import avg_jct_bars, jct_cdf
 
@@ -150,8 +152,8 @@ def run_cmd(policy: str, out: Path | None, **options) -> None:
     workload = inputs["workload"] or bundled_workload()
     profiles, seed = inputs["profiles"], inputs["seed"]
     agent, params = inputs["agent"], inputs["params"]
+    out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}")
     result = run(policy, workload, profiles, inputs["cluster"], seed, config, agent, params)
-    out = out or Path("results") / f"{policy}-{Path(workload).stem}"
     write_run(result, out, _inputs(workload, profiles), seed)
     jobs = result.jobs
     done = jobs[jobs["finished"]]
@@ -228,6 +230,7 @@ def _compare_and_report(
 ) -> None:
     """Run ``compare``, write its results folder ``out`` and print the table (or JSON)."""
     workload = workload or bundled_workload()
+    writable_folder(out)
     comparison = compare(names, workload, profiles, cluster, seed, config, workers, agent, params)
     write_comparison(comparison, out, _inputs(workload, profiles), seed)
     if fmt == "json":
@@ -250,7 +253,11 @@ def _compare_and_report(
     help="Results folder (default: results/compare-<workload>).",
 )
 @click.option(
-    "--workers", type=int, default=1, show_default=True, help="Processes to run policies in."
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Processes to run policies in.",
 )
 def compare_cmd(policies: str, fmt: str, out: Path | None, workers: int, **options) -> None:
     """Run several policies on the same inputs; print JCT statistics and the claim check."""
@@ -264,7 +271,7 @@ def compare_cmd(policies: str, fmt: str, out: Path | None, workers: int, **optio
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("results/demo"), show_default=True
 )
-@click.option("--workers", type=int, default=2, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
 def demo_cmd(out: Path, workers: int) -> None:
     """The main job: all five policies on the bundled default workload, 16x4 cluster."""
     click.echo(
@@ -331,7 +338,9 @@ def validate_cmd(reference: Path) -> None:
 @_cluster_option
 @_agent_option
 @_param_option
-@click.option("--workers", type=int, default=2, show_default=True, help="Local processes.")
+@click.option(
+    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Local processes."
+)
 @click.option("--scheduler", default=None, help="Dask scheduler address (runs there instead).")
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("results/sweep"), show_default=True
@@ -345,10 +354,15 @@ def sweep_cmd(
     files = []
     for path in workloads:
         files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    if not files:
+        raise InputError("--workloads", "no workload CSV found")
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {seeds!r}") from None
+    if not seed_list:
+        raise InputError("--seeds", "names no seed")
+    writable_folder(out)
     table = sweep(
         parse_policies(policies),
         files,

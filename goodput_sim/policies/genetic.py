@@ -66,7 +66,7 @@ def crossover(a: NDArray, b: NDArray, rng: np.random.Generator) -> tuple[NDArray
 
 def solve_genetic(
     problem: AllocationProblem,
-    seed: int = 0,
+    seed: int | np.random.SeedSequence = 0,
     population: int = POPULATION,
     generations: int = GENERATIONS,
 ) -> NDArray[np.int64]:
@@ -110,7 +110,7 @@ class GoodputGenetic(Goodput):
         self._round += 1
         best = solve_genetic(
             problem,
-            seed=hash((self.seed, self._round)) & 0xFFFFFFFF,
+            seed=np.random.SeedSequence([self.seed, self._round]),
             population=self.population,
             generations=self.generations,
         )

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.errors import InputError
@@ -30,6 +29,7 @@ from goodput_sim.profiles.base import (
     interp_rows,
     linear_or_nearest,
 )
+from goodput_sim.safe_yaml import load_yaml
 
 SCHEMA_VERSION = 1
 
@@ -152,18 +152,7 @@ class ParametricProfile(ApplicationProfile):
     @classmethod
     def from_yaml(cls, path: str | Path) -> ParametricProfile:
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            raise InputError(
-                path, f"malformed YAML ({getattr(err, 'problem', err)})", where=line
-            ) from None
-        except OSError as err:
-            raise InputError(path, f"cannot read file ({err.strerror})") from None
-        except UnicodeDecodeError as err:
-            raise InputError(path, f"not a UTF-8 text file ({err.reason})") from None
+        data = load_yaml(path)
         if not isinstance(data, dict):
             raise InputError(path, "expected a mapping at the top level")
         return cls(data, source=path)
