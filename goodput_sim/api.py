@@ -7,7 +7,6 @@ Both return pandas DataFrames (inside a :class:`~goodput_sim.engine.SimResult` o
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -17,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from goodput_sim import __version__
+from goodput_sim import __version__, jsonio
 from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig, SimResult, Simulation
@@ -236,7 +235,7 @@ def write_run(
         "wall_seconds": result.wall_seconds,
         "summary": summary,
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")
     jct_cdf({result.policy["name"]: result.jobs}, out / "jct_cdf.png")
     return out
 

@@ -21,11 +21,14 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from goodput_sim import jsonio
 from goodput_sim.api import as_cluster, check_policies, run
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import summarize
+from goodput_sim.profiles import load_profiles
+from goodput_sim.workload import load_workload
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def run_task(
     staging = folder.with_name(folder.name + ".partial")
     staging.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(staging / "jobs.csv", index=False, float_format="%.6f")
-    (staging / "summary.json").write_text(json.dumps(row, indent=2, sort_keys=True) + "\n")
+    (staging / "summary.json").write_text(jsonio.dumps(row) + "\n")
     if folder.exists():  # a rerun of a finished task replaces it
         shutil.rmtree(folder)
     os.replace(staging, folder)
@@ -100,9 +103,11 @@ def sweep(
         policies = check_policies(policies, variant_agent, variant_params)
     variant_keys = [(a, tuple(sorted((str(k), str(v)) for k, v in p.items()))) for a, p in variants]
     paths = [Path(w) for w in workloads]
-    for path in paths:
-        if not path.is_file():
-            raise InputError(path, "workload file does not exist")
+    if not paths:
+        raise InputError("--workloads", "no workload CSV found")
+    applications = load_profiles(profiles)
+    for path in paths:  # every input checked before any run starts
+        load_workload(path, applications=applications, max_gpus=spec.total_gpus)
     tasks = [
         SweepTask(p, w, s, a, pairs)
         for w, p, (a, pairs), s in product(paths, policies, variant_keys, seeds)
@@ -113,7 +118,8 @@ def sweep(
         if (t.folder(out) / "summary.json").is_file()
     }
     todo = [t for t in tasks if t not in rows]
-    bar = tqdm(total=len(tasks), initial=len(rows), disable=not progress, desc="runs")
+    # Quiet when asked, and when stderr is not a terminal (tqdm's disable=None).
+    bar = tqdm(total=len(tasks), initial=len(rows), disable=None if progress else True, desc="runs")
     if scheduler:
         rows.update(_on_dask(scheduler, todo, profiles, spec, config, out, bar))
     elif workers > 1 and len(todo) > 1:

@@ -464,3 +464,31 @@ def test_direct_input_error_epoch_count_mismatch(toy_folder):
     edit_line(toy_folder / "toy" / "validation-16.csv", 3, None)
     with pytest.raises(InputError, match="disagree on the number of epochs"):
         MeasuredProfile(toy_folder / "toy")
+
+
+PROGRESS_CASES = {
+    "reversed": "20.0,20,0.5,4.0,1.0\n10.0,10,0.7,2.0,3.0\n",
+    "negated": "-10.0,10,0.5,4.0,1.0\n-20.0,20,0.7,2.0,3.0\n",
+    "all zero": "0.0,10,0.5,4.0,1.0\n0.0,20,0.7,2.0,3.0\n",
+    "flat iterations": "10.0,10,0.5,4.0,1.0\n20.0,10,0.7,2.0,3.0\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROGRESS_CASES))
+def test_progress_must_increase(case, toy_folder):
+    path = toy_folder / "toy" / "validation-8.csv"
+    path.write_text("progress,iteration,metric,grad_sqr,grad_var\n" + PROGRESS_CASES[case])
+    with pytest.raises(InputError) as info:
+        MeasuredProfile(toy_folder / "toy")
+    assert "validation-8.csv" in str(info.value)
+    assert "must be positive and increase with the epoch" in str(info.value)
+
+
+def test_absurd_batch_in_placements_is_refused(toy_folder):
+    path = toy_folder / "toy" / "placements.csv"
+    edit_line(path, 2, "1,1e308,0.1,0.01")
+    with pytest.raises(InputError) as info:
+        MeasuredProfile(toy_folder / "toy")
+    assert "placements.csv: line 2: column 'local_bsz' must be a whole batch size" in str(
+        info.value
+    )

@@ -272,3 +272,30 @@ def test_refit_reproduces_the_bundled_profile(reference_dir, tmp_path):
         np.testing.assert_allclose(
             fresh["gradient_stats"][key], shipped["gradient_stats"][key], rtol=1e-4
         )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("max_epochs", float("inf"), "limits must be integers"),
+        ("min_local_bsz", 0, "field limits.min_local_bsz: must be an integer in [1, 1e+09]"),
+        ("init_batch_size", -128, "field limits.init_batch_size: must be an integer in [1"),
+        ("max_local_bsz", 1, "field limits.min_local_bsz: must not exceed max_local_bsz"),
+        ("max_batch_size", 1e21, "must be an integer in [1, 1e+09]"),
+        ("init_batch_size", 12.5, "limits must be integers"),
+    ],
+)
+def test_profile_limits_are_validated(key, value, expected, tmp_path, bert_data):
+    data = copy.deepcopy(bert_data)
+    data["limits"][key] = value
+    assert expected in str(load_error(write(tmp_path, data)))
+
+
+def test_two_profiles_of_one_application_are_refused(tmp_path, bert_data):
+    from goodput_sim.profiles.parametric import load_parametric_profiles
+
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(yaml.safe_dump(bert_data, sort_keys=False))
+    with pytest.raises(InputError) as info:
+        load_parametric_profiles(tmp_path)
+    assert "b.yaml" in str(info.value) and "'bert' is also defined by" in str(info.value)

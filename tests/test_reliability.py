@@ -127,7 +127,7 @@ def test_input_errors_survive_pickling():
     )
 
 
-def test_sweep_worker_errors_reach_the_user_in_one_line(tmp_path):
+def test_sweep_input_errors_reach_the_user_in_one_line_before_any_run(tmp_path):
     good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
     good.write_text(OK)
     bad.write_text(HEADER + "a,0,nosuchapp,1,1\n")
@@ -149,6 +149,7 @@ def test_sweep_worker_errors_reach_the_user_in_one_line(tmp_path):
     )
     message = _one_line(result)
     assert "bad.csv" in message and "unknown application 'nosuchapp'" in message
+    assert not (tmp_path / "s" / "good").exists()  # checked before the good workload ran
 
 
 def test_genetic_seeds_give_different_searches():
@@ -176,3 +177,16 @@ def test_genetic_seeds_give_different_searches():
     )
     assert runs[0] == again  # deterministic for one seed
     assert runs[0] != runs[1]  # two seeds, two searches
+
+
+def test_manifest_is_standard_json_when_no_job_finishes(tmp_path):
+    import json
+
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+
+    result = _run(tmp_path, "--horizon", "60")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "out" / "manifest.json").read_text()
+    manifest = json.loads(text, parse_constant=refuse)
+    assert manifest["summary"]["avg_jct"] is None and manifest["summary"]["finished"] == 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import click
 
+from goodput_sim import jsonio
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 
@@ -77,7 +77,7 @@ def batch_rules_cmd(workloads, profiles, cluster, agents, schedulers, workers, o
         progress=fmt == "table",
     )
     if fmt == "json":
-        click.echo(json.dumps(result.as_json(), indent=2))
+        click.echo(jsonio.dumps(result.as_json(), sort_keys=False))
         return
     report = result.report
     click.echo(

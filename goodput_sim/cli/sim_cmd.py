@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from goodput_sim import jsonio
 from goodput_sim.api import (
     DEFAULT_POLICIES,
     Comparison,
@@ -205,9 +206,7 @@ def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int)
     for name, result in comparison.results.items():
         summary = {k: v for k, v in summaries[name].items() if k != "wall_seconds"}
         write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary)
-    (out / "summary.json").write_text(
-        json.dumps(comparison.as_json(), indent=2, sort_keys=True) + "\n"
-    )
+    (out / "summary.json").write_text(jsonio.dumps(comparison.as_json()) + "\n")
     comparison.summary.to_csv(out / "summary.csv", float_format="%.6f")
     jobs = {name: r.jobs for name, r in comparison.results.items()}
     jct_cdf(jobs, out / "jct_cdf.png")
@@ -234,7 +233,7 @@ def _compare_and_report(
     comparison = compare(names, workload, profiles, cluster, seed, config, workers, agent, params)
     write_comparison(comparison, out, _inputs(workload, profiles), seed)
     if fmt == "json":
-        click.echo(json.dumps(comparison.as_json(), indent=2, sort_keys=True))
+        click.echo(jsonio.dumps(comparison.as_json()))
     else:
         print_comparison(comparison)
         click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")

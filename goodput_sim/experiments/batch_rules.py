@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from goodput_sim import jsonio
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
 from goodput_sim.sweep import sweep
@@ -137,7 +138,7 @@ def run_batch_rules(
     result = BatchRulesResult(runs, report, names)
     out.mkdir(parents=True, exist_ok=True)
     report.to_csv(out / "report.csv", index=False, float_format="%.6g")
-    (out / "report.json").write_text(json.dumps(result.as_json(), indent=2) + "\n")
+    (out / "report.json").write_text(jsonio.dumps(result.as_json(), sort_keys=False) + "\n")
     from goodput_sim.plots import batch_rules_figure
 
     batch_rules_figure(report, out / "batch_rules.png", names, str(cluster))

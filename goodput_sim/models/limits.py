@@ -23,6 +23,44 @@ class Limits:
     # agents that plan batches around it; None: the agent's default.
     lr_schedule: str | None = None
 
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, problem) for every limit out of its valid range; empty when all are valid."""
+        out = []
+        for name, high in _RANGES.items():
+            value = getattr(self, name)
+            if value is None and name in _OPTIONAL:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
+                out.append((name, f"must be an integer in [1, {high:g}], found {value!r}"))
+        if out:
+            return out
+        pairs = (
+            ("min_local_bsz", "max_local_bsz"),
+            ("init_batch_size", "max_batch_size"),
+            ("min_local_bsz", "max_batch_size"),
+        )
+        for low, high in pairs:
+            if getattr(self, low) > getattr(self, high):
+                out.append((low, f"must not exceed {high} ({getattr(self, high)})"))
+        if self.fixed_batch_size is not None and self.fixed_batch_size > self.max_batch_size:
+            out.append(
+                ("fixed_batch_size", f"must not exceed max_batch_size ({self.max_batch_size})")
+            )
+        return out
+
     def cap(self, replicas: int) -> int:
         """``replicas`` within the application's own GPU limit, if it has one."""
         return replicas if self.max_replicas is None else min(replicas, self.max_replicas)
+
+
+_MAX_BATCH = 1e9  # examples; larger limits are typos, and make batch arithmetic lose integers
+_RANGES = {
+    "init_batch_size": _MAX_BATCH,
+    "max_batch_size": _MAX_BATCH,
+    "min_local_bsz": _MAX_BATCH,
+    "max_local_bsz": _MAX_BATCH,
+    "max_epochs": 100_000,
+    "max_replicas": 1_000_000,
+    "fixed_batch_size": _MAX_BATCH,
+}
+_OPTIONAL = ("max_replicas", "fixed_batch_size")

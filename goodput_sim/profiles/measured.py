@@ -44,6 +44,8 @@ LIMIT_OVERRIDES: dict[str, dict[str, int]] = {
     "ncf": {"max_replicas": 1, "fixed_batch_size": 32768},  # SPEC 5.5, 6.2, 7.1
 }
 
+_MAX_LOCAL_BSZ = 1e9  # examples per GPU
+_MAX_STEP_SECONDS = 1e5  # a measured optimizer step longer than a day is not a measurement
 _VALIDATION_NAME = re.compile(r"^validation-(\d+)\.csv$")
 
 
@@ -128,6 +130,30 @@ def _read_table_lines(
     return out, lines
 
 
+def _check_ranges(path: Path, table: pd.DataFrame, lines: _RowLines) -> None:
+    """Whole per-GPU batches and step times of a measurement, not typos."""
+    checks = (
+        (
+            "local_bsz",
+            (table["local_bsz"] > _MAX_LOCAL_BSZ) | (table["local_bsz"] % 1 != 0),
+            f"a whole batch size up to {_MAX_LOCAL_BSZ:g}",
+        ),
+        (
+            "step_time",
+            table["step_time"] > _MAX_STEP_SECONDS,
+            f"at most {_MAX_STEP_SECONDS:g} seconds",
+        ),
+    )
+    for column, bad, valid in checks:
+        if bad.any():
+            row = int(np.argmax(bad.to_numpy()))
+            raise InputError(
+                path,
+                f"column {column!r} must be {valid}, found {table[column].iloc[row]:g}",
+                where=lines[row],
+            )
+
+
 def _data_lines(path: Path) -> list[int]:
     """1-based file line of every data row: the non-blank lines after the header."""
     with path.open(encoding="utf-8") as handle:
@@ -146,11 +172,13 @@ class MeasuredProfile(ApplicationProfile):
             folder / "placements.csv", PLACEMENT_COLUMNS, positive=PLACEMENT_COLUMNS[:3]
         )
         self._check_sync(folder / "placements.csv", placements, lines)
+        _check_ranges(folder / "placements.csv", placements, lines)
         self.placements = self._with_placement_columns(folder / "placements.csv", placements, lines)
         scalability, lines = _read_table_lines(
             folder / "scalability.csv", SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
         )
         self._check_sync(folder / "scalability.csv", scalability, lines)
+        _check_ranges(folder / "scalability.csv", scalability, lines)
         self.scalability = scalability
         self.batch_sizes, self.validation = self._read_validation(folder)
         self._scattered_memo: dict[tuple[int, int, float], NDArray] = {}  # (N, R, b) -> step, sync
@@ -176,6 +204,8 @@ class MeasuredProfile(ApplicationProfile):
             max_replicas=overrides.get("max_replicas"),
             fixed_batch_size=overrides.get("fixed_batch_size"),
         )
+        for field, problem in self.limits.problems():
+            raise InputError(folder, f"derived limit {field} {problem}")
 
     @staticmethod
     def _check_sync(path: Path, frame: pd.DataFrame, lines: _RowLines) -> None:
@@ -218,6 +248,18 @@ class MeasuredProfile(ApplicationProfile):
                     row = int(np.argmax(bad.to_numpy()))
                     raise InputError(
                         path, f"column {column!r} must not be negative", where=lines[row]
+                    )
+            # Progress and iterations accumulate over epochs: they must grow from row to row.
+            for column in ("progress", "iteration"):
+                values = table[column].to_numpy()
+                bad = np.flatnonzero(np.diff(values) <= 0)
+                if len(bad) or values[0] <= 0:
+                    row = int(bad[0]) + 1 if len(bad) else 0
+                    raise InputError(
+                        path,
+                        f"column {column!r} must be positive and increase with the epoch, found "
+                        f"{values[row]:g} after {values[row - 1] if row else 0:g}",
+                        where=lines[row],
                     )
         lengths = {len(t) for t in tables}
         if len(lengths) != 1:

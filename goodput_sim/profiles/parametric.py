@@ -73,9 +73,14 @@ class ParametricProfile(ApplicationProfile):
                 if k not in optional or limits.get(k) is not None
             }
             schedule = values.pop("lr_schedule", None)
+            for key, value in values.items():
+                if isinstance(value, bool) or not float(value).is_integer():
+                    raise ValueError(key)
             self.limits = Limits(**{k: int(v) for k, v in values.items()}, lr_schedule=schedule)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InputError(source, "limits must be integers", where="field limits") from None
+        for field, problem in self.limits.problems():
+            raise InputError(source, problem, where=f"field limits.{field}")
         if schedule is not None and schedule not in SCHEDULES:
             raise InputError(
                 source,
@@ -257,5 +262,13 @@ def load_parametric_profiles(folder: str | Path) -> dict[str, ParametricProfile]
     files = sorted(folder.glob("*.yaml"))
     if not files:
         raise InputError(folder, "no *.yaml profiles found")
-    profiles = [ParametricProfile.from_yaml(f) for f in files]
-    return {p.name: p for p in profiles}
+    profiles: dict[str, ParametricProfile] = {}
+    for path in files:
+        profile = ParametricProfile.from_yaml(path)
+        if profile.name in profiles:
+            raise InputError(
+                path,
+                f"application {profile.name!r} is also defined by {profiles[profile.name].source}",
+            )
+        profiles[profile.name] = profile
+    return profiles
