@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,13 +170,15 @@ def compare(
     return Comparison(results, summary, claim_check(summaries))
 
 
-def writable_folder(path: str | Path, option: str = "--out") -> Path:
-    """``path``, after checking that results can be written there (an existing folder, or a
-    new one under a writable folder) before any simulation runs, so a long run never fails at
-    the end on its output. Nothing is created here."""
+def writable_folder(path: str | Path, option: str = "--out", force: bool = False) -> Path:
+    """``path``, after checking that results can be written there (a new folder under a
+    writable folder, or, with ``force``, an existing one to replace) before any simulation
+    runs, so a long run never fails at the end on its output. Nothing is created here."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(option, f"{path} is a file, expected a results folder")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise InputError(option, f"{path} holds earlier results; pass --force to replace them")
     existing = path
     while not existing.exists():
         existing = existing.parent
@@ -183,6 +187,27 @@ def writable_folder(path: str | Path, option: str = "--out") -> Path:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(option, f"{existing} is not writable")
     return path
+
+
+@contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A folder to write results into, swapped in for ``out`` only when complete: an
+    interruption leaves any earlier results in ``out`` intact, beside an unfinished
+    ``<out>.partial``."""
+    staging = out.with_name(out.name + ".partial")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    yield staging
+    if out.exists():
+        retired = out.with_name(out.name + ".replaced")
+        if retired.exists():
+            shutil.rmtree(retired)
+        os.replace(out, retired)
+        os.replace(staging, out)
+        shutil.rmtree(retired)
+    else:
+        os.replace(staging, out)
 
 
 def file_hash(path: str | Path) -> str:

@@ -190,3 +190,34 @@ def test_manifest_is_standard_json_when_no_job_finishes(tmp_path):
     text = (tmp_path / "out" / "manifest.json").read_text()
     manifest = json.loads(text, parse_constant=refuse)
     assert manifest["summary"]["avg_jct"] is None and manifest["summary"]["finished"] == 0
+
+
+def test_results_are_never_overwritten_without_force(tmp_path):
+    out = tmp_path / "out"
+    assert _run(tmp_path).exit_code == 0
+    before = (out / "jobs.csv").read_bytes()
+    message = _one_line(_run(tmp_path, "--horizon", "120"))
+    assert "holds earlier results; pass --force to replace them" in message
+    assert (out / "jobs.csv").read_bytes() == before  # untouched
+    again = _run(tmp_path, "--horizon", "120", "--force")
+    assert again.exit_code == 0, again.output
+    assert (out / "jobs.csv").read_bytes() != before  # replaced, as asked
+    assert not list(tmp_path.glob("out.*"))  # no staging or retired folder left behind
+    compare = _run(tmp_path, command="compare")
+    assert "holds earlier results" in _one_line(compare)
+
+
+def test_an_interrupted_write_leaves_earlier_results_intact(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert _run(tmp_path).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("goodput_sim.cli.sim_cmd.write_run", interrupted)
+    result = _run(tmp_path, "--force")
+    assert result.exit_code == 130
+    assert "earlier results are intact" in result.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert (tmp_path / "out.partial").is_dir()  # the unfinished write, marked by its name

@@ -27,6 +27,13 @@ class _Main(click.Group):
         except click.UsageError as err:  # a bad option value: one line too, not click's three
             click.echo(f"error: {err.format_message()}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo(
+                "interrupted: results folders are swapped in only when complete; earlier "
+                "results are intact",
+                err=True,
+            )
+            sys.exit(130)
 
 
 @click.group(cls=_Main)

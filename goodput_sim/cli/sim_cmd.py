@@ -18,6 +18,7 @@ from goodput_sim.api import (
     input_hashes,
     parse_policies,
     run,
+    staged_folder,
     writable_folder,
     write_run,
 )
@@ -138,6 +139,11 @@ def _inputs(workload: Path, profiles: Path | None) -> dict[str, Path]:
     return {"workload": workload, "profiles": default_profiles_path(profiles)}
 
 
+_force_option = click.option(
+    "--force", is_flag=True, help="Replace the results already in --out (never done silently)."
+)
+
+
 @main.command("run")
 @click.option("--policy", required=True, help="Policy name (see `goodput-sim policies`).")
 @_common
@@ -147,15 +153,17 @@ def _inputs(workload: Path, profiles: Path | None) -> dict[str, Path]:
     default=None,
     help="Results folder (default: results/<policy>-<workload>).",
 )
-def run_cmd(policy: str, out: Path | None, **options) -> None:
+@_force_option
+def run_cmd(policy: str, out: Path | None, force: bool, **options) -> None:
     """Replay a workload under one policy and write a results folder."""
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
     profiles, seed = inputs["profiles"], inputs["seed"]
     agent, params = inputs["agent"], inputs["params"]
-    out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}")
+    out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}", force=force)
     result = run(policy, workload, profiles, inputs["cluster"], seed, config, agent, params)
-    write_run(result, out, _inputs(workload, profiles), seed)
+    with staged_folder(out) as folder:
+        write_run(result, folder, _inputs(workload, profiles), seed)
     jobs = result.jobs
     done = jobs[jobs["finished"]]
     click.echo(
@@ -226,12 +234,14 @@ def _compare_and_report(
     seed: int = 0,
     agent: str | None = None,
     params: dict | None = None,
+    force: bool = False,
 ) -> None:
     """Run ``compare``, write its results folder ``out`` and print the table (or JSON)."""
     workload = workload or bundled_workload()
-    writable_folder(out)
+    writable_folder(out, force=force)
     comparison = compare(names, workload, profiles, cluster, seed, config, workers, agent, params)
-    write_comparison(comparison, out, _inputs(workload, profiles), seed)
+    with staged_folder(out) as folder:
+        write_comparison(comparison, folder, _inputs(workload, profiles), seed)
     if fmt == "json":
         click.echo(jsonio.dumps(comparison.as_json()))
     else:
@@ -258,12 +268,15 @@ def _compare_and_report(
     show_default=True,
     help="Processes to run policies in.",
 )
-def compare_cmd(policies: str, fmt: str, out: Path | None, workers: int, **options) -> None:
+@_force_option
+def compare_cmd(
+    policies: str, fmt: str, out: Path | None, workers: int, force: bool, **options
+) -> None:
     """Run several policies on the same inputs; print JCT statistics and the claim check."""
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
     out = out or Path("results") / f"compare-{Path(workload).stem}"
-    _compare_and_report(parse_policies(policies), out, workers, config, fmt, **inputs)
+    _compare_and_report(parse_policies(policies), out, workers, config, fmt, **inputs, force=force)
 
 
 @main.command("demo")
@@ -272,12 +285,13 @@ def compare_cmd(policies: str, fmt: str, out: Path | None, workers: int, **optio
 )
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
 def demo_cmd(out: Path, workers: int) -> None:
-    """The main job: all five policies on the bundled default workload, 16x4 cluster."""
+    """The main job: all five policies on the bundled default workload, 16x4 cluster (it
+    replaces its own results folder)."""
     click.echo(
         f"Comparing {', '.join(DEFAULT_POLICIES)} on {bundled_workload().name} "
         "(160 jobs, 16 nodes x 4 GPUs, bundled profiles)...\n"
     )
-    _compare_and_report(DEFAULT_POLICIES, out, workers)
+    _compare_and_report(DEFAULT_POLICIES, out, workers, force=True)
 
 
 @main.command("policies")
