@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
 
-.PHONY: install demo test validate bench bench-scale lint clean
+.PHONY: install demo test validate bench bench-scale corrupt-inputs lint clean
 
 install: $(STAMP)
 
@@ -29,6 +29,9 @@ bench: install
 
 bench-scale: install
 	$(BIN)/python benchmarks/bench_scale.py
+
+corrupt-inputs: install
+	$(BIN)/python benchmarks/corrupt_inputs.py
 
 lint: install
 	$(BIN)/ruff check goodput_sim tests benchmarks

@@ -85,7 +85,7 @@ def make_policy_and_agent(
     """A policy (by name or alias) and a batch agent (the policy's default unless named), with
     ``params`` validated against what each declares."""
     policy_cls = policy_class(policy)
-    agent_cls = agent_class(agent or policy_cls.default_agent)
+    agent_cls = agent_class(policy_cls.default_agent if agent is None else agent)
     policy_params, agent_params = split_params(policy_cls, agent_cls, params)
     return policy_cls(seed=seed, **policy_params), agent_cls(**agent_params)
 

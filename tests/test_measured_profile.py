@@ -492,3 +492,14 @@ def test_absurd_batch_in_placements_is_refused(toy_folder):
     assert "placements.csv: line 2: column 'local_bsz' must be a whole batch size" in str(
         info.value
     )
+
+
+def test_repeated_measurement_is_refused(toy_folder):
+    path = toy_folder / "toy" / "placements.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, lines[1]]) + "\n")
+    with pytest.raises(InputError) as info:
+        MeasuredProfile(toy_folder / "toy")
+    assert "placements.csv: line" in str(info.value) and "repeats the measurement" in str(
+        info.value
+    )

@@ -299,3 +299,28 @@ def test_two_profiles_of_one_application_are_refused(tmp_path, bert_data):
     with pytest.raises(InputError) as info:
         load_parametric_profiles(tmp_path)
     assert "b.yaml" in str(info.value) and "'bert' is also defined by" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d.update(schema_version=float("inf")), "field schema_version: must be 1"),
+        (lambda d: d.update(schema_version=[1, 2]), "field schema_version: must be 1"),
+        (lambda d: d.update(application=float("inf")), "field application: must be an application"),
+        (lambda d: d.update(application=""), "field application: must be an application"),
+        (
+            lambda d: d["gradient_stats"]["log_grad_var"][0].__setitem__(0, 1e308),
+            "log statistics must lie within (-700, 700)",
+        ),
+        (
+            lambda d: d["throughput"]["network"].update(
+                nodes=list(reversed(d["throughput"]["network"]["nodes"]))
+            ),
+            "at least one GPU per node (replicas >= nodes)",
+        ),
+    ],
+)
+def test_profile_fields_the_corpus_found(mutate, expected, tmp_path, bert_data):
+    data = copy.deepcopy(bert_data)
+    mutate(data)
+    assert expected in str(load_error(write(tmp_path, data)))

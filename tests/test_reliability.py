@@ -221,3 +221,7 @@ def test_an_interrupted_write_leaves_earlier_results_intact(tmp_path, monkeypatc
     assert "earlier results are intact" in result.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert (tmp_path / "out.partial").is_dir()  # the unfinished write, marked by its name
+
+
+def test_empty_agent_name_is_refused(tmp_path):
+    assert "unknown agent ''" in _one_line(_run(tmp_path, "--agent", ""))

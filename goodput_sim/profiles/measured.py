@@ -154,6 +154,15 @@ def _check_ranges(path: Path, table: pd.DataFrame, lines: _RowLines) -> None:
             )
 
 
+def _check_unique(path: Path, table: pd.DataFrame, key: tuple[str, ...], lines: _RowLines) -> None:
+    """Each measurement key appears once (SPEC 1.1): a repeat is a copy-paste error."""
+    repeated = table.duplicated(list(key), keep="first").to_numpy()
+    if repeated.any():
+        row = int(np.argmax(repeated))
+        values = ", ".join(f"{k}={table[k].iloc[row]:g}" for k in key)
+        raise InputError(path, f"repeats the measurement {values}", where=lines[row])
+
+
 def _data_lines(path: Path) -> list[int]:
     """1-based file line of every data row: the non-blank lines after the header."""
     with path.open(encoding="utf-8") as handle:
@@ -173,12 +182,19 @@ class MeasuredProfile(ApplicationProfile):
         )
         self._check_sync(folder / "placements.csv", placements, lines)
         _check_ranges(folder / "placements.csv", placements, lines)
+        _check_unique(folder / "placements.csv", placements, ("placement", "local_bsz"), lines)
         self.placements = self._with_placement_columns(folder / "placements.csv", placements, lines)
         scalability, lines = _read_table_lines(
             folder / "scalability.csv", SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
         )
         self._check_sync(folder / "scalability.csv", scalability, lines)
         _check_ranges(folder / "scalability.csv", scalability, lines)
+        _check_unique(
+            folder / "scalability.csv",
+            scalability,
+            ("num_nodes", "num_replicas", "local_bsz"),
+            lines,
+        )
         self.scalability = scalability
         self.batch_sizes, self.validation = self._read_validation(folder)
         self._scattered_memo: dict[tuple[int, int, float], NDArray] = {}  # (N, R, b) -> step, sync

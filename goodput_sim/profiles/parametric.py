@@ -63,7 +63,17 @@ class ParametricProfile(ApplicationProfile):
 
     def __init__(self, data: dict, source: str | Path = "<profile>"):
         self.source = str(source)
-        self.name = str(_require(data, "application", source))
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION or isinstance(version, bool):
+            raise InputError(
+                source, f"must be {SCHEMA_VERSION}, found {version!r}", where="field schema_version"
+            )
+        name = _require(data, "application", source)
+        if not isinstance(name, str) or not name.strip() or not name.isprintable():
+            raise InputError(
+                source, f"must be an application name, found {name!r}", where="field application"
+            )
+        self.name = name.strip()
         limits = _require(data, "limits", source)
         optional = {"max_replicas", "fixed_batch_size", "lr_schedule"}
         try:
@@ -142,6 +152,20 @@ class ParametricProfile(ApplicationProfile):
                 "must be positive and increase",
             ),
             (np.all(np.diff(self._stat_epochs) > 0), "gradient_stats.epochs", "must increase"),
+            (
+                np.all(np.abs(self._log_sqr) < 700) and np.all(np.abs(self._log_var) < 700),
+                "gradient_stats",
+                "log statistics must lie within (-700, 700), so that exp() is a finite number",
+            ),
+            (
+                len(self._net_nodes) == len(self._net_replicas)
+                and np.all(self._net_nodes >= 1)
+                and np.all(self._net_replicas >= self._net_nodes)
+                and np.all(self._net_nodes % 1 == 0)
+                and np.all(self._net_replicas % 1 == 0),
+                "throughput.network",
+                "needs whole nodes >= 1 and at least one GPU per node (replicas >= nodes)",
+            ),
             (
                 self._log_sqr.shape
                 == self._log_var.shape
