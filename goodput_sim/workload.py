@@ -122,6 +122,10 @@ def load_workload(
     records: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
     for line, fields in rows:
+        if len(fields) > len(header):  # e.g. an unquoted comma inside a value
+            raise InputError(
+                path, f"expected {len(header)} fields as in the header, got {len(fields)}", line
+            )
         rec = _parse_job(path, line, fields, columns)
         name = rec["name"]
         if name in first_line:

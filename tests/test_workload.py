@@ -70,6 +70,7 @@ def test_load_valid_sorted_and_typed(tmp_path):
         ("a,1,ncf,1,1e21\n", 2, "batch_size '1e21' must be a positive integer up to 1e+12"),
         ("a;b,1,ncf,1,1\n", 2, "job name 'a;b' may not contain ';'"),
         ("a=b,1,ncf,1,1\n", 2, "job name 'a=b' may not contain '='"),
+        ("a,1,ncf,1,1,2\n", 2, "expected 5 fields as in the header, got 6"),
         ("a,1,ncf,0,1\n", 2, "num_replicas '0' must be a positive integer"),
         ("a,1,ncf,2.5,1\n", 2, "num_replicas '2.5' must be a positive integer"),
         ("a,1,ncf,x,1\n", 2, "num_replicas 'x'"),
