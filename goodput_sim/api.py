@@ -258,6 +258,8 @@ def write_run(
         "inputs": {k: str(v) if v is not None else None for k, v in inputs.items()},
         "input_sha256": hashes,
         "wall_seconds": result.wall_seconds,
+        "complete": result.stopped is None,
+        "stopped": result.stopped,
         "summary": summary,
     }
     (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")

@@ -35,9 +35,13 @@ from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placemen
 from goodput_sim.errors import InputError
 from goodput_sim.jobs import FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.models.efficiency import gain
+from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
+
+MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
+MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class SimConfig:
     # "node" takes them in node-id order. Placements are canonical up to rotation (SPEC 2.1),
     # so the two differ only for jobs on three or more nodes with unequal shares.
     placement_order: str = "allocation"
+    max_wall: float | None = None  # seconds of wall time after which a run stops, marked partial
 
     def __post_init__(self) -> None:
         day, decade = 86400.0, 10 * 365 * 86400.0
@@ -68,6 +73,10 @@ class SimConfig:
             "placement_order": (
                 self.placement_order in ("allocation", "node"),
                 "allocation or node",
+            ),
+            "max_wall": (
+                self.max_wall is None or 0 < self.max_wall <= 30 * day,
+                "seconds in (0, 2592000]",
             ),
         }
         for name, (ok, valid) in checks.items():
@@ -107,6 +116,7 @@ class SimResult:
     cluster: dict
     wall_seconds: float
     policy_seconds: list[float] = field(default_factory=list)
+    stopped: str | None = None  # why a run ended before every job finished, if a guard did
 
 
 @dataclass
@@ -174,13 +184,16 @@ class Simulation:
         self.completions = {job.name: self.env.event() for job in self.jobs}
         self._queue = sorted(self.jobs, key=lambda j: j.spec.arrival)  # stable: file order
         self._arrived = 0  # jobs of the queue that have arrived
+        self.stopped: str | None = None
+        self._started = 0.0
+        self._check_finishable()
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:
         """Replay the workload to the end (or the horizon); a simulation runs once."""
         if self.env.now > 0 or self.round_records:
             raise RuntimeError("a Simulation runs once; build a new one to run again")
-        started = wallclock.perf_counter()
+        started = self._started = wallclock.perf_counter()
         env = self.env
         for job in self._queue:
             # Scheduled from time 0, so each fires exactly at its arrival time, and before the
@@ -200,6 +213,7 @@ class Simulation:
             cluster=self.cluster.describe(),
             wall_seconds=wallclock.perf_counter() - started,
             policy_seconds=self.policy_seconds,
+            stopped=self.stopped,
         )
 
     def _on_arrival(self, event: simpy.Event) -> None:
@@ -226,6 +240,9 @@ class Simulation:
             waiting = len(self._queue) - self._arrived
             if (not self.active and not waiting) or (horizon is not None and now >= horizon):
                 return
+            self.stopped = self._guard(now)
+            if self.stopped:
+                return
             if self.active:
                 self._schedule(now)
                 wait = interval
@@ -235,6 +252,16 @@ class Simulation:
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
             yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
+
+    def _guard(self, now: float) -> str | None:
+        """Why a runaway run must stop now, if it must: too much wall time (``max_wall``) or
+        simulated time beyond the bound every finishable workload stays within."""
+        limit = self.config.max_wall
+        if limit is not None and wallclock.perf_counter() - self._started > limit:
+            return f"wall time exceeded --max-wall {limit:g} s at simulated {now:.0f} s"
+        if now > MAX_SIMULATED_SECONDS:
+            return f"simulated time passed {MAX_SIMULATED_SECONDS:.0f} s with jobs unfinished"
+        return None
 
     def _complete_finished(self) -> None:
         """Drop finished jobs from the active set and succeed their completion events (at this
@@ -472,6 +499,34 @@ class Simulation:
                 }
             )
         return pd.DataFrame(rows)
+
+    def _check_finishable(self) -> None:
+        """Refuse a job that could not finish within ``MAX_IDEAL_SECONDS`` even alone on its
+        requested GPUs at its requested batch: its profile (or request) would make the run
+        endless. One estimate per distinct (application, GPUs, batch)."""
+        seen: dict[tuple, float] = {}
+        gpus = self.cluster.gpus_per_node
+        for job in self.jobs:
+            spec, profile = job.spec, job.profile
+            key = (spec.application, spec.requested_replicas, spec.requested_batch)
+            if key not in seen:
+                lim = profile.limits
+                replicas = spec.requested_replicas
+                b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
+                step, sync = profile.step_sync(packed_placement(replicas, gpus), b)
+                total = replicas * b * (s + 1)
+                sqr, var = profile.grad_stats(total, np.arange(lim.max_epochs))
+                rate = gain(total, lim.init_batch_size, sqr, var) / iteration_seconds(step, sync, s)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    seen[key] = float(np.sum(np.diff(profile.progress_thresholds) / rate))
+            seconds = seen[key]
+            if not (np.isfinite(seconds) and seconds <= MAX_IDEAL_SECONDS):
+                raise InputError(
+                    f"job {job.name!r}",
+                    f"would need {seconds / 86400:.3g} days alone on {key[1]} GPUs at batch "
+                    f"{key[2]} with the {key[0]!r} profile; at most "
+                    f"{MAX_IDEAL_SECONDS / 86400:.0f} days are simulated (check the profile)",
+                )
 
     def _oracle_params(self, workload: pd.DataFrame) -> dict[str, ThroughputParams]:
         """True throughput as the 7-parameter model fitted to a dense grid of the profile."""

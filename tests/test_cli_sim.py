@@ -100,7 +100,9 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 5
+    assert manifest["complete"] is True and manifest["stopped"] is None
     assert manifest["config"] == {
+        "max_wall": None,
         "placement_order": "node",
         "interval": 120.0,
         "restart_delay": 10.0,

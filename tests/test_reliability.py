@@ -225,3 +225,39 @@ def test_an_interrupted_write_leaves_earlier_results_intact(tmp_path, monkeypatc
 
 def test_empty_agent_name_is_refused(tmp_path):
     assert "unknown agent ''" in _one_line(_run(tmp_path, "--agent", ""))
+
+
+def test_a_job_that_cannot_finish_is_refused_before_running(tmp_path):
+    """A profile that passes its own checks but makes training practically endless (here
+    compute a million times slower) is refused by the engine in one line."""
+    import shutil
+
+    import yaml as pyyaml
+
+    profiles = tmp_path / "profiles"
+    shutil.copytree(api.bundled_profiles_path(), profiles)
+    path = profiles / "cifar10.yaml"
+    data = pyyaml.safe_load(path.read_text())
+    data["throughput"]["compute"]["accum_time"] = [
+        t * 1e6 for t in data["throughput"]["compute"]["accum_time"]
+    ]
+    path.write_text(pyyaml.safe_dump(data, sort_keys=False))
+    message = _one_line(_run(tmp_path, "--profiles", str(profiles)))
+    assert "job 'cifar10-1'" in message and "days alone on 4 GPUs" in message
+    assert "at most 365 days are simulated" in message
+
+
+def test_max_wall_stops_a_run_and_marks_it_partial(tmp_path):
+    import json
+
+    result = _run(
+        tmp_path,
+        "--max-wall",
+        "1e-6",
+        workload=HEADER + "\n".join(f"c{k},{60 * k},cifar10,4,2048" for k in range(20)) + "\n",
+    )
+    assert result.exit_code == 3
+    assert "stopped early (wall time exceeded --max-wall" in result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["complete"] is False and "max-wall" in manifest["stopped"]
+    assert "--max-wall" in _one_line(_run(tmp_path, "--max-wall", "-1", "--force"))

@@ -100,6 +100,12 @@ def _common(func):
             "--oracle", is_flag=True, help="Policies see true throughput, not online fits."
         ),
         click.option(
+            "--max-wall",
+            type=float,
+            default=None,
+            help="Stop a run after this many seconds of wall time; results marked partial.",
+        ),
+        click.option(
             "--placement-order",
             type=click.Choice(["allocation", "node"]),
             default="allocation",
@@ -127,6 +133,7 @@ def _split_options(options: dict) -> tuple[dict, SimConfig]:
                 "horizon",
                 "oracle",
                 "placement_order",
+                "max_wall",
             )
         }
     )
@@ -164,6 +171,11 @@ def run_cmd(policy: str, out: Path | None, force: bool, **options) -> None:
     result = run(policy, workload, profiles, inputs["cluster"], seed, config, agent, params)
     with staged_folder(out) as folder:
         write_run(result, folder, _inputs(workload, profiles), seed)
+    if result.stopped:
+        click.echo(
+            f"{policy}: stopped early ({result.stopped}); partial results in {out}", err=True
+        )
+        raise SystemExit(3)
     jobs = result.jobs
     done = jobs[jobs["finished"]]
     click.echo(
