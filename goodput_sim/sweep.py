@@ -11,6 +11,9 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -122,21 +125,67 @@ def sweep(
     bar = tqdm(total=len(tasks), initial=len(rows), disable=None if progress else True, desc="runs")
     if scheduler:
         rows.update(_on_dask(scheduler, todo, profiles, spec, config, out, bar))
-    elif workers > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(run_task, t, profiles, spec, config, out): t for t in todo}
-            for future in as_completed(futures):
-                rows[futures[future]] = future.result()
-                bar.update()
     else:
-        for task in todo:
-            rows[task] = run_task(task, profiles, spec, config, out)
-            bar.update()
-    bar.close()
-    table = pd.DataFrame([rows[t] for t in tasks])
+        try:
+            if workers > 1 and len(todo) > 1:
+                _in_processes(todo, workers, rows, bar, profiles, spec, config, out)
+            else:
+                for task in todo:
+                    rows[task] = run_task(task, profiles, spec, config, out)
+                    bar.update()
+        except KeyboardInterrupt:  # keep what finished: the summary says how far it got
+            _write_summary([rows[t] for t in tasks if t in rows], out)
+            raise
+        finally:
+            bar.close()
+    return _write_summary([rows[t] for t in tasks], out)
+
+
+ID_COLUMNS = ("workload", "policy", "agent", "params", "seed")
+
+
+def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
+    """``summary.csv``: one row per finished run, in grid order; columns in one fixed order
+    (the run's identity, then the statistics by name) and no wall times, so a resumed sweep
+    writes the same bytes as an uninterrupted one."""
+    table = pd.DataFrame(rows)
+    rest = sorted(c for c in table.columns if c not in ID_COLUMNS and c != "wall_seconds")
+    table = table.reindex(columns=[*ID_COLUMNS, *rest])
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "summary.csv", index=False, float_format="%.6f")
     return table
+
+
+def _in_processes(todo, workers, rows, bar, profiles, spec, config, out) -> None:
+    """Run tasks in local worker processes that leave SIGINT to this process and end when it
+    dies; on an interruption, pending runs are cancelled and the workers stopped at once."""
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=_worker_setup, initargs=(os.getpid(),)
+    )
+    try:
+        futures = {pool.submit(run_task, t, profiles, spec, config, out): t for t in todo}
+        for future in as_completed(futures):
+            rows[futures[future]] = future.result()
+            bar.update()
+    except BaseException:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def _worker_setup(parent: int) -> None:
+    """In each worker: ignore Ctrl-C (the parent decides) and exit as soon as the parent is
+    gone (a SIGKILLed sweep must not leave workers running)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _on_dask(scheduler, todo, profiles, spec, config, out, bar) -> dict:

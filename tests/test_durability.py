@@ -1,0 +1,119 @@
+"""Durability of sweeps: a resumed sweep writes the same bytes as an uninterrupted one, a
+SIGKILLed sweep leaves no worker running, and Ctrl-C stops a sweep at once with a summary of
+what finished."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from goodput_sim.api import bundled_workload
+from goodput_sim.sweep import sweep
+
+POLICIES = ["fifo", "tiresias", "optimus"]
+
+
+@pytest.fixture(scope="module")
+def workloads(tmp_path_factory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("workloads")
+    jobs = pd.read_csv(bundled_workload())
+    paths = []
+    for k in range(3):
+        path = folder / f"slice-{k}.csv"
+        jobs.iloc[30 * k : 30 * (k + 1)].to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def reference_summary(workloads, tmp_path_factory) -> bytes:
+    out = tmp_path_factory.mktemp("reference")
+    sweep(POLICIES, workloads, out, workers=1, progress=False)
+    return (out / "summary.csv").read_bytes()
+
+
+def _sweep_command(workloads, out: Path) -> list[str]:
+    args = [sys.executable, "-m", "goodput_sim", "sweep", "--policies", ",".join(POLICIES)]
+    for path in workloads:
+        args += ["--workloads", str(path)]
+    return [*args, "--workers", "2", "--out", str(out)]
+
+
+def _finished(out: Path) -> int:
+    return len(list(out.glob("*/*/summary.json")))
+
+
+def _wait_for(condition, seconds: float = 120.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.1)
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def test_resumed_sweep_writes_identical_bytes(workloads, reference_summary, tmp_path):
+    sweep(POLICIES, workloads, tmp_path, workers=2, progress=False)
+    assert (tmp_path / "summary.csv").read_bytes() == reference_summary  # processes don't matter
+    for folder in list(tmp_path.glob("slice-1/*"))[:2]:  # lose two finished runs
+        for file in folder.iterdir():
+            file.unlink()
+        folder.rmdir()
+    sweep(POLICIES, workloads, tmp_path, workers=1, progress=False)
+    assert (tmp_path / "summary.csv").read_bytes() == reference_summary
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to list processes")
+def test_sigkilled_sweep_leaves_no_workers_and_resumes(workloads, reference_summary, tmp_path):
+    process = subprocess.Popen(
+        _sweep_command(workloads, tmp_path),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(lambda: _finished(tmp_path) >= 1)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    _wait_for(lambda: not _group_members(process.pid), seconds=10)  # the workers end too
+    assert _finished(tmp_path) < len(POLICIES) * len(workloads)
+    sweep(POLICIES, workloads, tmp_path, workers=2, progress=False)
+    assert (tmp_path / "summary.csv").read_bytes() == reference_summary
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to list processes")
+def test_ctrl_c_stops_a_sweep_at_once_with_a_partial_summary(workloads, tmp_path):
+    process = subprocess.Popen(
+        _sweep_command(workloads, tmp_path),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: _finished(tmp_path) >= 1)
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    _wait_for(lambda: not _group_members(process.pid), seconds=10)
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert 1 <= len(summary) <= _finished(tmp_path)
