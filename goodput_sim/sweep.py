@@ -115,11 +115,7 @@ def sweep(
         SweepTask(p, w, s, a, pairs)
         for w, p, (a, pairs), s in product(paths, policies, variant_keys, seeds)
     ]
-    rows = {
-        t: json.loads((t.folder(out) / "summary.json").read_text())
-        for t in tasks
-        if (t.folder(out) / "summary.json").is_file()
-    }
+    rows = {t: row for t in tasks if (row := _finished_row(t.folder(out))) is not None}
     todo = [t for t in tasks if t not in rows]
     # Quiet when asked, and when stderr is not a terminal (tqdm's disable=None).
     bar = tqdm(total=len(tasks), initial=len(rows), disable=None if progress else True, desc="runs")
@@ -142,6 +138,17 @@ def sweep(
 
 
 ID_COLUMNS = ("workload", "policy", "agent", "params", "seed")
+
+
+def _finished_row(folder: Path) -> dict | None:
+    """The summary row of a finished run, or None if the run must be (re)done: no summary, or
+    one that cannot be read back whole (a run killed while the disk was writing it)."""
+    path = folder / "summary.json"
+    try:
+        row = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return row if isinstance(row, dict) and "avg_jct" in row else None
 
 
 def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:

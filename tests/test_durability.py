@@ -117,3 +117,11 @@ def test_ctrl_c_stops_a_sweep_at_once_with_a_partial_summary(workloads, tmp_path
     _wait_for(lambda: not _group_members(process.pid), seconds=10)
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert 1 <= len(summary) <= _finished(tmp_path)
+
+
+def test_a_truncated_run_summary_is_run_again(workloads, reference_summary, tmp_path):
+    sweep(POLICIES, workloads, tmp_path, workers=1, progress=False)
+    damaged = next(tmp_path.glob("slice-0/*/summary.json"))
+    damaged.write_text(damaged.read_text()[:20])
+    sweep(POLICIES, workloads, tmp_path, workers=1, progress=False)
+    assert (tmp_path / "summary.csv").read_bytes() == reference_summary
