@@ -35,3 +35,18 @@ def measured_profiles(reference_dir):
     from goodput_sim.profiles import load_measured_profiles
 
     return load_measured_profiles(reference_dir / "traces")
+
+
+def bundled_slices(folder: Path, count: int, size: int) -> list[Path]:
+    """``count`` consecutive ``size``-job slices of the bundled workload, as CSV files."""
+    import pandas as pd
+
+    from goodput_sim.api import bundled_workload
+
+    jobs = pd.read_csv(bundled_workload())
+    paths = []
+    for k in range(count):
+        path = folder / f"slice-{k}.csv"
+        jobs.iloc[size * k : size * (k + 1)].to_csv(path, index=False)
+        paths.append(path)
+    return paths

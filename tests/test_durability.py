@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import bundled_slices
 
-from goodput_sim.api import bundled_workload
 from goodput_sim.sweep import sweep
 
 POLICIES = ["fifo", "tiresias", "optimus"]
@@ -22,14 +22,8 @@ POLICIES = ["fifo", "tiresias", "optimus"]
 
 @pytest.fixture(scope="module")
 def workloads(tmp_path_factory) -> list[Path]:
-    folder = tmp_path_factory.mktemp("workloads")
-    jobs = pd.read_csv(bundled_workload())
-    paths = []
-    for k in range(3):
-        path = folder / f"slice-{k}.csv"
-        jobs.iloc[30 * k : 30 * (k + 1)].to_csv(path, index=False)
-        paths.append(path)
-    return paths
+    """Three 30-job slices of the bundled workload."""
+    return bundled_slices(tmp_path_factory.mktemp("workloads"), 3, 30)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import bundled_slices
 
-from goodput_sim.api import bundled_workload
 from goodput_sim.cli import main
 from goodput_sim.experiments.batch_rules import bootstrap_mean_ci, run_batch_rules
 
@@ -19,14 +19,7 @@ from goodput_sim.experiments.batch_rules import bootstrap_mean_ci, run_batch_rul
 @pytest.fixture(scope="module")
 def small_workloads(tmp_path_factory) -> list[Path]:
     """Two 12-job slices of the bundled workload."""
-    folder = tmp_path_factory.mktemp("workloads")
-    jobs = pd.read_csv(bundled_workload())
-    paths = []
-    for k in range(2):
-        path = folder / f"slice-{k}.csv"
-        jobs.iloc[12 * k : 12 * (k + 1)].to_csv(path, index=False)
-        paths.append(path)
-    return paths
+    return bundled_slices(tmp_path_factory.mktemp("workloads"), 2, 12)
 
 
 def test_bootstrap_interval_covers_the_mean_at_about_its_level():

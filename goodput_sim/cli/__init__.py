@@ -7,6 +7,7 @@ stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -34,6 +35,15 @@ class _Main(click.Group):
                 err=True,
             )
             sys.exit(130)
+
+
+profiles_option = click.option(
+    "--profiles",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of YAML profiles or a measurement folder (default: bundled).",
+)
+"""The ``--profiles`` option every command that reads application profiles shares."""
 
 
 @click.group(cls=_Main)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from goodput_sim import jsonio
-from goodput_sim.cli import main
+from goodput_sim.cli import main, profiles_option
 from goodput_sim.errors import InputError
 
 
@@ -36,12 +36,7 @@ def _hours(seconds: float) -> str:
     type=click.Path(path_type=Path),
     help="Workload CSVs or folders of them (repeatable; default: the bundled workload).",
 )
-@click.option(
-    "--profiles",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Folder of YAML profiles or a measurement folder (default: bundled).",
-)
+@profiles_option
 @click.option("--cluster", default="16x4", show_default=True, help="NODESxGPUS or a YAML file.")
 @click.option("--agents", default=None, help="Comma-separated agent labels (default: all).")
 @click.option("--schedulers", default=None, help="Comma-separated schedulers (default: all).")

@@ -22,7 +22,7 @@ from goodput_sim.api import (
     writable_folder,
     write_run,
 )
-from goodput_sim.cli import main
+from goodput_sim.cli import main, profiles_option
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
@@ -33,12 +33,6 @@ _policies_option = click.option(
     default=",".join(DEFAULT_POLICIES),
     show_default=True,
     help="Comma-separated policy names.",
-)
-_profiles_option = click.option(
-    "--profiles",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Folder of YAML profiles or a measurement folder (default: bundled).",
 )
 _cluster_option = click.option(
     "--cluster",
@@ -69,7 +63,7 @@ def _common(func):
             default=None,
             help="Workload CSV (default: the bundled traces/workloads/default.csv).",
         ),
-        _profiles_option,
+        profiles_option,
         _cluster_option,
         click.option(
             "--seed", type=int, default=0, show_default=True, help="Seed for randomised policies."
@@ -359,7 +353,7 @@ def validate_cmd(reference: Path) -> None:
     help="Workload CSVs or folders of them (repeatable).",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
-@_profiles_option
+@profiles_option
 @_cluster_option
 @_agent_option
 @_param_option

@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from goodput_sim import toy
-from goodput_sim.cli import main
+from goodput_sim.cli import main, profiles_option
 
 _FORMAT = click.option(
     "--format",
@@ -120,12 +120,7 @@ def recurrence_cmd(fmt: str) -> None:
 
 
 @toy_group.command("critical-batch")
-@click.option(
-    "--profiles",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Folder of YAML profiles or a measurement folder (default: bundled).",
-)
+@profiles_option
 @_FORMAT
 def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
     """Seed 002: each application's noise scale at the start and end of training, and the
