@@ -141,12 +141,14 @@ def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
     unknown = set(data) - set(_GROUP_FIELDS)
     if unknown:
         raise InputError(
-            source, f"unknown field(s) {sorted(unknown)}; expected {sorted(_GROUP_FIELDS)}"
+            source,
+            f"unknown field(s) {sorted(unknown)}; expected {sorted(_GROUP_FIELDS)}",
+            where=f"field {prefix.rstrip('.')}" if prefix else None,
         )
     limits = {"nodes": _MAX_NODES, "gpus_per_node": _MAX_GPUS_PER_NODE}
     values = {}
     for key, kind in _GROUP_FIELDS.items():
-        where = f"field {prefix}{key}" if source != "--cluster" else None
+        where = f"field {prefix}{key}" if source != "--cluster" else key
         if key not in data:
             if kind is int:
                 raise InputError(source, "is required", where=where)
