@@ -59,6 +59,13 @@ def check_policies(
     return names
 
 
+def baselines(names: Iterable[str], reference: str = "goodput") -> list[str]:
+    """The policies among ``names`` the claim check may set ``reference`` against: not the
+    reference itself nor its own variants (subclasses such as ``goodput-ga``)."""
+    ours = policy_class(reference)
+    return [n for n in names if not issubclass(policy_class(n), ours)]
+
+
 def split_params(
     policy: type[Policy], agent: type[BatchAgent], params: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -167,7 +174,7 @@ def compare(
     for name, r in results.items():
         summaries[name]["wall_seconds"] = r.wall_seconds
     summary = pd.DataFrame.from_dict(summaries, orient="index")
-    return Comparison(results, summary, claim_check(summaries))
+    return Comparison(results, summary, claim_check(summaries, baselines=baselines(policies)))
 
 
 def writable_folder(path: str | Path, option: str = "--out", force: bool = False) -> Path:

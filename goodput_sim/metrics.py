@@ -55,14 +55,19 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
     }
 
 
-def claim_check(summaries: dict[str, dict], reference: str = REFERENCE_POLICY) -> dict:
-    """Average-JCT reduction of ``reference`` against each other policy, beside the paper's."""
+def claim_check(
+    summaries: dict[str, dict],
+    reference: str = REFERENCE_POLICY,
+    baselines: list[str] | None = None,
+) -> dict:
+    """Average-JCT reduction of ``reference`` against each baseline (default: every other
+    policy), beside the paper's."""
     if reference not in summaries:
         return {"reference": reference, "available": False}
     ours = summaries[reference]["avg_jct"]
     versus = {}
     for name, summary in summaries.items():
-        if name == reference:
+        if name == reference or (baselines is not None and name not in baselines):
             continue
         reduction = 1.0 - ours / summary["avg_jct"]
         versus[name] = {

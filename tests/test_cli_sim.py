@@ -444,3 +444,41 @@ def test_policy_params_are_validated(value, expected, small_csv, tmp_path):
         assert result.exit_code == 0, result.output
     else:
         assert expected in _one_line_error(result)
+
+
+def test_claim_check_sets_goodput_against_baselines_only(small_csv, tmp_path):
+    from goodput_sim.api import baselines
+    from goodput_sim.metrics import claim_check
+
+    assert baselines(["goodput", "goodput-ga", "tiresias", "fifo"]) == ["tiresias", "fifo"]
+    summaries = {
+        "goodput": {"avg_jct": 50.0},
+        "goodput-ga": {"avg_jct": 40.0},
+        "tiresias": {"avg_jct": 100.0},
+    }
+    claim = claim_check(summaries, baselines=["tiresias"])
+    assert list(claim["versus"]) == ["tiresias"] and claim["versus"]["tiresias"]["reduction"] == 0.5
+    result = invoke(
+        "compare", "--policies", "goodput", "--workload", small_csv, "--out", tmp_path / "o"
+    )
+    assert result.exit_code == 0, result.output
+    assert "claim check: no baseline in the comparison" in result.output
+    header = (tmp_path / "o" / "summary.csv").read_text().splitlines()[0]
+    assert header.startswith("policy,")
+
+
+def test_run_says_when_the_average_covers_finished_jobs_only(small_csv, tmp_path):
+    result = invoke(
+        "run",
+        "--policy",
+        "fifo",
+        "--workload",
+        small_csv,
+        "--horizon",
+        "120",
+        "--out",
+        tmp_path / "o",
+    )
+    assert result.exit_code == 0, result.output
+    assert "jobs finished" in result.output
+    assert "(over the" in result.output or "average JCT -" in result.output

@@ -281,3 +281,44 @@ def test_cli_check_bad_file_exits_2(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{bad}: line 3: time 'soon'" in lines[0]
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("load", [0.5, 1.0, 1.5, 2.0])
+def test_generated_load_levels_match_the_reference_mix_and_arrival_hours(load, reference_dir):
+    """Eight generated workloads at each load against the eight reference workloads: the same
+    application mix and arrival-hour histogram (chi-square test of homogeneity, p > 0.01);
+    the load scales the number of jobs in the same 8-hour window."""
+    from scipy.stats import chi2_contingency
+
+    stats = wl.load_philly_stats(wl.bundled_path("philly_stats.yaml"))
+    reference = pd.concat(
+        [pd.read_csv(p) for p in sorted((reference_dir / "workloads").glob("workload-*.csv"))]
+    )
+    generated = pd.concat(
+        [wl.generate_workload(stats, round(160 * load), hours=8, seed=s) for s in range(1, 9)]
+    )
+    assert len(generated) == 8 * round(160 * load)
+    assert generated["time"].max() < 8 * 3600
+    apps = sorted(set(reference["application"]))
+    mix = [
+        [int((frame["application"] == a).sum()) for a in apps] for frame in (reference, generated)
+    ]
+    hours = [
+        np.bincount((f["time"] // 3600).astype(int), minlength=8) for f in (reference, generated)
+    ]
+    assert chi2_contingency(mix)[1] > 0.01
+    assert chi2_contingency(hours)[1] > 0.01
+
+
+def test_generate_load_scales_the_jobs_in_the_same_window(tmp_path):
+    from click.testing import CliRunner
+
+    from goodput_sim.cli import main
+
+    out = tmp_path / "w.csv"
+    result = CliRunner().invoke(main, ["workload", "generate", "--load", "1.5", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(out)
+    assert len(frame) == 240 and frame["time"].max() < 8 * 3600
+    bad = CliRunner().invoke(main, ["workload", "generate", "--load", "0", "-o", str(out)])
+    assert bad.exit_code == 2 and "--load" in bad.output

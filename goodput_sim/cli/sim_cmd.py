@@ -172,9 +172,11 @@ def run_cmd(policy: str, out: Path | None, force: bool, **options) -> None:
         raise SystemExit(3)
     jobs = result.jobs
     done = jobs[jobs["finished"]]
+    over = "" if len(done) == len(jobs) else f" (over the {len(done)} finished)"
+    average = f"{done['jct'].mean():.1f} s" if len(done) else "-"
     click.echo(
-        f"{policy}: {len(done)}/{len(jobs)} jobs finished, average JCT "
-        f"{done['jct'].mean():.1f} s, wall {result.wall_seconds:.1f} s -> {out}"
+        f"{policy}: {len(done)}/{len(jobs)} jobs finished, average JCT {average}{over}, "
+        f"wall {result.wall_seconds:.1f} s -> {out}"
     )
 
 
@@ -200,6 +202,9 @@ def print_comparison(comparison: Comparison) -> None:
     if not claim.get("available"):
         click.echo("claim check: needs the goodput policy in the comparison")
         return
+    if not claim["versus"]:
+        click.echo("claim check: no baseline in the comparison to set goodput against")
+        return
     low, high = claim["paper_range"]
     click.echo(
         f"\nclaim check: goodput's average-JCT reduction vs each policy "
@@ -221,7 +226,7 @@ def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int)
         summary = {k: v for k, v in summaries[name].items() if k != "wall_seconds"}
         write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary)
     (out / "summary.json").write_text(jsonio.dumps(comparison.as_json()) + "\n")
-    comparison.summary.to_csv(out / "summary.csv", float_format="%.6f")
+    comparison.summary.rename_axis("policy").to_csv(out / "summary.csv", float_format="%.6f")
     jobs = {name: r.jobs for name, r in comparison.results.items()}
     jct_cdf(jobs, out / "jct_cdf.png")
     avg_jct_bars(summaries, out / "avg_jct.png")

@@ -46,6 +46,13 @@ def stats_cmd(philly_csv: Path, output: Path) -> None:
     help="Named defaults; the options below override them.",
 )
 @click.option("--jobs", type=int, help="Number of jobs.")
+@click.option(
+    "--load",
+    type=click.FloatRange(0.01, 100.0),
+    default=1.0,
+    show_default=True,
+    help="Arrival rate relative to the preset's, in the same window (jobs x load).",
+)
 @click.option("--hours", type=int, help="Arrival span in hours (within one day's pattern).")
 @click.option("--days", type=int, help="Arrival span in days (full 24-hour pattern per day).")
 @click.option("--seed", type=int, help="Random seed.")
@@ -67,6 +74,7 @@ def stats_cmd(philly_csv: Path, output: Path) -> None:
 def generate_cmd(
     preset: str,
     jobs: int | None,
+    load: float,
     hours: int | None,
     days: int | None,
     seed: int | None,
@@ -74,7 +82,8 @@ def generate_cmd(
     stats_path: Path | None,
     output: Path,
 ) -> None:
-    """Generate a workload CSV from Philly statistics."""
+    """Generate a workload CSV from Philly statistics; ``--load`` scales the arrival rate in the
+    same window (load 1.0 is the preset, as the Pollux paper's 0.5x-2x load experiment)."""
     if hours is not None and days is not None:
         raise InputError(None, "give --hours or --days, not both", "--hours/--days")
     base = wl.PRESETS[preset]
@@ -83,7 +92,7 @@ def generate_cmd(
     stats = wl.load_philly_stats(stats_path or wl.bundled_path("philly_stats.yaml"))
     df = wl.generate_workload(
         stats,
-        num_jobs=base.num_jobs if jobs is None else jobs,
+        num_jobs=max(1, round(load * (base.num_jobs if jobs is None else jobs))),
         hours=base.hours if hours is None else hours,
         seed=base.seed if seed is None else seed,
         days=days,
