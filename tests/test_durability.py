@@ -119,3 +119,26 @@ def test_a_truncated_run_summary_is_run_again(workloads, reference_summary, tmp_
     damaged.write_text(damaged.read_text()[:20])
     sweep(POLICIES, workloads, tmp_path, workers=1, progress=False)
     assert (tmp_path / "summary.csv").read_bytes() == reference_summary
+
+
+def test_a_sweep_on_dask_gives_the_serial_results(workloads, reference_summary, tmp_path):
+    """The same grid on a dask.distributed LocalCluster started here: every run's jobs.csv and
+    the summary are byte-identical to the serial sweep's."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is a dev extra")
+    serial = tmp_path / "serial"
+    sweep(POLICIES, workloads, serial, workers=1, progress=False)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        sweep(
+            POLICIES,
+            workloads,
+            tmp_path / "dask",
+            scheduler=cluster.scheduler_address,
+            progress=False,
+        )
+    runs = sorted(p.relative_to(serial) for p in serial.glob("*/*/jobs.csv"))
+    assert len(runs) == len(POLICIES) * len(workloads)
+    for run in runs:
+        assert (tmp_path / "dask" / run).read_bytes() == (serial / run).read_bytes(), run
+    assert (tmp_path / "dask" / "summary.csv").read_bytes() == reference_summary
