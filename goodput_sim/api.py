@@ -10,13 +10,14 @@ import hashlib
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from tqdm import tqdm
 
 from goodput_sim import __version__, jsonio
 from goodput_sim.agents import BatchAgent, agent_class
@@ -118,14 +119,31 @@ def run(
     config: SimConfig | None = None,
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
+    progress: bool = False,
 ) -> SimResult:
     """Replay ``workload`` (default: the bundled one) under ``policy`` with batch ``agent``
-    (default: the policy's own) and ``params`` for either; jobs and rounds tables."""
+    (default: the policy's own) and ``params`` for either; jobs and rounds tables. With
+    ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s."""
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster)
     frame = _workload(workload, profile_map, spec)
-    return Simulation(frame, profile_map, scheduler, spec, config, batch_agent).run()
+    with _bar(progress, len(frame), policy, "job") as bar:
+        sim = Simulation(frame, profile_map, scheduler, spec, config, batch_agent, bar.update)
+        return sim.run()
+
+
+def _bar(progress: bool, total: int, desc: str, unit: str) -> tqdm:
+    """A progress bar on stderr when asked for and stderr is a terminal, shown only once the
+    work has lasted 2 s."""
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        delay=2,
+        leave=False,
+        disable=None if progress else True,
+    )
 
 
 def _run_one(args: tuple) -> SimResult:
@@ -154,6 +172,7 @@ def compare(
     workers: int = 1,
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
+    progress: bool = False,
 ) -> Comparison:
     """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
     and ``params`` apply to every policy."""
@@ -162,14 +181,20 @@ def compare(
     profile_map = load_profiles(profiles)
     frame = _workload(workload, profile_map, spec)
     tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
-    if workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-            results = dict(zip(policies, pool.map(_run_one, tasks), strict=True))
-    else:
-        results = {
-            name: run(name, frame, profile_map, spec, seed, config, agent, params)
-            for name in policies
-        }
+    with _bar(progress, len(tasks), "policies", "run") as bar:
+        if workers > 1 and len(tasks) > 1:
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+                futures = {pool.submit(_run_one, task): task[0] for task in tasks}
+                done = {}
+                for future in as_completed(futures):
+                    done[futures[future]] = future.result()
+                    bar.update()
+            results = {name: done[name] for name in policies}
+        else:
+            results = {}
+            for name in policies:
+                results[name] = run(name, frame, profile_map, spec, seed, config, agent, params)
+                bar.update()
     summaries = {name: summarize(r.jobs, spec.total_gpus) for name, r in results.items()}
     for name, r in results.items():
         summaries[name]["wall_seconds"] = r.wall_seconds

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import time as wallclock
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -149,7 +149,9 @@ class Simulation:
         cluster: ClusterSpec | None = None,
         config: SimConfig | None = None,
         agent: BatchAgent | None = None,
+        on_finish: Callable[[int], object] | None = None,
     ):
+        self.on_finish = on_finish  # told how many jobs finished at each round, for progress
         self.cluster = cluster or ClusterSpec()
         self.config = config or SimConfig()
         self.policy = policy
@@ -274,6 +276,8 @@ class Simulation:
                 )
             else:
                 still.append(job)
+        if self.on_finish is not None and len(still) < len(self.active):
+            self.on_finish(len(self.active) - len(still))
         self.active = still
 
     # ----------------------------------------------------------------------------- schedule

@@ -324,3 +324,15 @@ def test_profile_fields_the_corpus_found(mutate, expected, tmp_path, bert_data):
     data = copy.deepcopy(bert_data)
     mutate(data)
     assert expected in str(load_error(write(tmp_path, data)))
+
+
+def test_fit_never_replaces_profiles_without_force(reference_dir, tmp_path):
+    shutil.copytree(reference_dir / "traces" / "bert", tmp_path / "meas" / "bert")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "bert.yaml").write_text("keep: me\n")
+    result = cli("profiles", "fit", str(tmp_path / "meas"), "-o", str(out))
+    assert result.exit_code == 2 and "pass --force to replace profiles" in result.output
+    assert (out / "bert.yaml").read_text() == "keep: me\n"
+    missing_out = cli("profiles", "fit", str(tmp_path / "meas"))
+    assert missing_out.exit_code == 2 and "--out" in missing_out.output

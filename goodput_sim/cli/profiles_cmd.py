@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 import yaml
+from tqdm import tqdm
 
 from goodput_sim.cli import main
-from goodput_sim.profiles import bundled_profiles_path, load_profiles
+from goodput_sim.errors import InputError
+from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.fit import check_profile, fit_profile
 from goodput_sim.profiles.measured import load_measured_profiles
 
@@ -34,14 +36,30 @@ def profiles() -> None:
     "-o",
     "--out",
     type=click.Path(path_type=Path),
-    default=None,
-    help="Output folder for <app>.yaml (default: the bundled traces/profiles/).",
+    required=True,
+    help="Output folder for <app>.yaml (the bundled ones are in traces/profiles/).",
 )
-def fit(folder: Path, out: Path | None) -> None:
-    """Fit one parametric YAML profile per application in measurement FOLDER."""
-    out = out or bundled_profiles_path()
+@click.option("--force", is_flag=True, help="Replace profiles already in --out.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def fit(folder: Path, out: Path, force: bool, quiet: bool) -> None:
+    """Fit one parametric YAML profile per application in measurement FOLDER (about half a
+    minute per application)."""
+    measured_profiles = load_measured_profiles(folder)
+    clashes = [n for n in measured_profiles if (out / f"{n}.yaml").exists()]
+    if clashes and not force:
+        raise InputError(
+            "--out", f"{out} already holds {clashes[0]}.yaml; pass --force to replace profiles"
+        )
     out.mkdir(parents=True, exist_ok=True)
-    for name, measured in load_measured_profiles(folder).items():
+    bar = tqdm(
+        measured_profiles.items(),
+        desc="fitting",
+        unit="profile",
+        delay=2,
+        leave=False,
+        disable=True if quiet else None,
+    )
+    for name, measured in bar:
         data = fit_profile(measured, source=f"{folder.name}/{name}")
         path = out / f"{name}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))

@@ -143,6 +143,9 @@ def _inputs(workload: Path, profiles: Path | None) -> dict[str, Path]:
 _force_option = click.option(
     "--force", is_flag=True, help="Replace the results already in --out (never done silently)."
 )
+_quiet_option = click.option(
+    "--quiet", is_flag=True, help="No progress bar (one is shown only on a terminal anyway)."
+)
 
 
 @main.command("run")
@@ -155,14 +158,16 @@ _force_option = click.option(
     help="Results folder (default: results/<policy>-<workload>).",
 )
 @_force_option
-def run_cmd(policy: str, out: Path | None, force: bool, **options) -> None:
+@_quiet_option
+def run_cmd(policy: str, out: Path | None, force: bool, quiet: bool, **options) -> None:
     """Replay a workload under one policy and write a results folder."""
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
     profiles, seed = inputs["profiles"], inputs["seed"]
     agent, params = inputs["agent"], inputs["params"]
     out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}", force=force)
-    result = run(policy, workload, profiles, inputs["cluster"], seed, config, agent, params)
+    cluster = inputs["cluster"]
+    result = run(policy, workload, profiles, cluster, seed, config, agent, params, not quiet)
     with staged_folder(out) as folder:
         write_run(result, folder, _inputs(workload, profiles), seed)
     if result.stopped:
@@ -246,11 +251,14 @@ def _compare_and_report(
     agent: str | None = None,
     params: dict | None = None,
     force: bool = False,
+    quiet: bool = False,
 ) -> None:
     """Run ``compare``, write its results folder ``out`` and print the table (or JSON)."""
     workload = workload or bundled_workload()
     writable_folder(out, force=force)
-    comparison = compare(names, workload, profiles, cluster, seed, config, workers, agent, params)
+    comparison = compare(
+        names, workload, profiles, cluster, seed, config, workers, agent, params, not quiet
+    )
     with staged_folder(out) as folder:
         write_comparison(comparison, folder, _inputs(workload, profiles), seed)
     if fmt == "json":
@@ -280,14 +288,17 @@ def _compare_and_report(
     help="Processes to run policies in.",
 )
 @_force_option
+@_quiet_option
 def compare_cmd(
-    policies: str, fmt: str, out: Path | None, workers: int, force: bool, **options
+    policies: str, fmt: str, out: Path | None, workers: int, force: bool, quiet: bool, **options
 ) -> None:
     """Run several policies on the same inputs; print JCT statistics and the claim check."""
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
     out = out or Path("results") / f"compare-{Path(workload).stem}"
-    _compare_and_report(parse_policies(policies), out, workers, config, fmt, **inputs, force=force)
+    _compare_and_report(
+        parse_policies(policies), out, workers, config, fmt, **inputs, force=force, quiet=quiet
+    )
 
 
 @main.command("demo")
@@ -295,14 +306,15 @@ def compare_cmd(
     "--out", type=click.Path(path_type=Path), default=Path("results/demo"), show_default=True
 )
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
-def demo_cmd(out: Path, workers: int) -> None:
+@_quiet_option
+def demo_cmd(out: Path, workers: int, quiet: bool) -> None:
     """The main job: all five policies on the bundled default workload, 16x4 cluster (it
     replaces its own results folder)."""
     click.echo(
         f"Comparing {', '.join(DEFAULT_POLICIES)} on {bundled_workload().name} "
         "(160 jobs, 16 nodes x 4 GPUs, bundled profiles)...\n"
     )
-    _compare_and_report(DEFAULT_POLICIES, out, workers, force=True)
+    _compare_and_report(DEFAULT_POLICIES, out, workers, force=True, quiet=quiet)
 
 
 @main.command("policies")
@@ -369,8 +381,9 @@ def validate_cmd(reference: Path) -> None:
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("results/sweep"), show_default=True
 )
+@_quiet_option
 def sweep_cmd(
-    policies, workloads, seeds, profiles, cluster, agent, params, workers, scheduler, out
+    policies, workloads, seeds, profiles, cluster, agent, params, workers, scheduler, out, quiet
 ) -> None:
     """Run a resumable grid of policies x workloads x seeds; finished runs are kept."""
     from goodput_sim.sweep import sweep
@@ -398,6 +411,7 @@ def sweep_cmd(
         scheduler=scheduler,
         agent=agent,
         params=parse_assignments(params),
+        progress=not quiet,
     )
     pivot = table.pivot_table(index="workload", columns="policy", values="avg_jct") / 3600
     click.echo("average JCT (hours)")
