@@ -45,6 +45,10 @@ class TailWeighted(BatchAgent):
         Param("steps_per_epoch", int, 16, "grid resolution of the schedule", 1, 1024),
     )
 
+    def __init__(self, **values):
+        super().__init__(**values)
+        self._noise_blind = functools.lru_cache(maxsize=4096)(self._noise_blind_plan)
+
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
         lim = belief.limits
         upcoming = len(np.atleast_1d(grad_sqr))
@@ -52,21 +56,17 @@ class TailWeighted(BatchAgent):
             return fixed_configs(lim, lim.fixed_batch_size, replicas, np.shape(grad_sqr))
         per_epoch = self.values["steps_per_epoch"]
         schedule = lim.lr_schedule or self.values["schedule"]
-        rates = learning_rates(schedule, lim.max_epochs * per_epoch)[-upcoming * per_epoch :]
         low, high = float(lim.init_batch_size), float(lim.max_batch_size)
         static = float(np.clip(requested_batch, low, high))
         if self.values["window"]:  # causal: the same as the noise-blind plan, memoised
             steps = self._noise_blind(schedule, lim.max_epochs, upcoming, static, low, high)
         else:
+            rates = learning_rates(schedule, lim.max_epochs * per_epoch)[-upcoming * per_epoch :]
             noise = np.repeat(lim.init_batch_size * np.asarray(grad_var, np.float64), per_epoch)
             steps = plan(rates, np.maximum(noise, 1e-12), static * len(rates), low, high).batches
         epoch_batch = steps.reshape(upcoming, per_epoch).mean(axis=1)
         total = np.clip(epoch_batch, max(low, lim.min_local_bsz * replicas), high)
         return fixed_batch_configs(np.round(total), replicas, lim)
-
-    def __init__(self, **values):
-        super().__init__(**values)
-        self._noise_blind = functools.lru_cache(maxsize=4096)(self._noise_blind_plan)
 
     def _noise_blind_plan(self, schedule, epochs, upcoming, static, low, high) -> np.ndarray:
         per_epoch = self.values["steps_per_epoch"]
