@@ -27,6 +27,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.metrics import claim_check, summarize
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
+from goodput_sim.units import manifest_units
 from goodput_sim.workload import bundled_path, check_workload, load_workload
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
@@ -293,6 +294,7 @@ def write_run(
         "complete": result.stopped is None,
         "stopped": result.stopped,
         "summary": summary,
+        "units": manifest_units(),
     }
     (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")
     jct_cdf({result.policy["name"]: result.jobs}, out / "jct_cdf.png")

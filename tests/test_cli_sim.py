@@ -482,3 +482,15 @@ def test_run_says_when_the_average_covers_finished_jobs_only(small_csv, tmp_path
     assert result.exit_code == 0, result.output
     assert "jobs finished" in result.output
     assert "(over the" in result.output or "average JCT -" in result.output
+
+
+def test_manifest_states_the_unit_of_every_column(small_csv, tmp_path):
+    out = tmp_path / "o"
+    assert invoke("run", "--policy", "fifo", "--workload", small_csv, "--out", out).exit_code == 0
+    units = json.loads((out / "manifest.json").read_text())["units"]
+    jobs = pd.read_csv(out / "jobs.csv")
+    rounds = pd.read_csv(out / "rounds.csv")
+    summary = json.loads((out / "manifest.json").read_text())["summary"]
+    assert set(units["jobs.csv"]) == set(jobs.columns)
+    assert set(units["rounds.csv"]) == set(rounds.columns)
+    assert set(summary) <= set(units["summary"])

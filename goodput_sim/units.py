@@ -1,0 +1,53 @@
+"""The unit of every column the simulator writes, recorded in each run's manifest and
+documented in the README: times are seconds everywhere in files (tables printed for people
+show hours, and say so)."""
+
+from __future__ import annotations
+
+JOBS = {
+    "name": "text",
+    "application": "text",
+    "arrival": "s",
+    "start": "s (first allocation; empty if never started)",
+    "finish": "s (empty if unfinished)",
+    "jct": "s (finish - arrival; empty if unfinished)",
+    "queueing": "s (start - arrival)",
+    "restarts": "count",
+    "gpu_seconds": "GPU-s allocated (training and restart delays)",
+    "final_batch_size": "examples per optimizer step",
+    "epochs": "count completed",
+    "examples": "examples processed",
+    "train_seconds": "s training (allocated, past restart delays)",
+    "train_gpu_seconds": "GPU-s training",
+    "finished": "true or false",
+}
+ROUNDS = {
+    "time": "s",
+    "active": "jobs",
+    "running": "jobs",
+    "queued": "jobs",
+    "gpus_in_use": "GPUs",
+    "allocations": "name=GPUs per used node, dot-separated@total batch;...",
+}
+SUMMARY = {
+    "jobs": "count",
+    "finished": "count",
+    "unfinished": "count",
+    "avg_jct": "s (over finished jobs)",
+    "median_jct": "s (over finished jobs)",
+    "p95_jct": "s (over finished jobs)",
+    "p99_jct": "s (over finished jobs)",
+    "makespan": "s (first arrival to last finish)",
+    "gpu_utilization": "fraction of GPU-s over the makespan",
+    "avg_queueing": "s",
+    "avg_restarts": "count",
+    "gpu_hours": "GPU-h allocated",
+    "examples": "examples processed",
+    "examples_per_gpu_second": "examples per training GPU-s (geometric mean over applications)",
+    "wall_seconds": "s of wall time",
+}
+
+
+def manifest_units() -> dict[str, dict[str, str]]:
+    """The units block of a results manifest."""
+    return {"jobs.csv": JOBS, "rounds.csv": ROUNDS, "summary": SUMMARY}
