@@ -119,3 +119,78 @@ def critical_batch_figure(trajectories, path: Path | None = None) -> Figure:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     return _save(fig, path)
+
+
+def _caption(manifests: dict[str, dict]) -> str:
+    """Workload, cluster and policies of saved runs, for a figure's title."""
+    first = next(iter(manifests.values()))
+    workload = Path(str(first.get("inputs", {}).get("workload") or "?")).stem
+    cluster = first.get("cluster", {})
+    shape = f"{cluster.get('nodes', '?')}x{cluster.get('gpus_per_node', '?')}"
+    return f"{workload}, {shape} GPUs, {', '.join(manifests)}"
+
+
+def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "") -> Figure:
+    """Average JCT (hours) of finished jobs per application, one bar group per application."""
+    apps = sorted(set().union(*(set(j["application"]) for j in jobs_by_policy.values())))
+    fig = new_figure(8.0, 4.2)
+    ax = fig.subplots()
+    width = 0.8 / max(len(jobs_by_policy), 1)
+    for k, (name, jobs) in enumerate(jobs_by_policy.items()):
+        done = jobs[jobs["finished"].astype(bool)]
+        means = done.groupby("application")["jct"].mean().reindex(apps) / 3600
+        x = np.arange(len(apps)) + (k - (len(jobs_by_policy) - 1) / 2) * width
+        ax.bar(x, means.to_numpy(dtype=float), width, label=name, color=PALETTE[k % len(PALETTE)])
+    ax.set_xticks(np.arange(len(apps)), apps)
+    ax.set_ylabel("average JCT of finished jobs (hours)")
+    ax.set_title(f"JCT by application: {caption}" if caption else "JCT by application")
+    ax.legend(fontsize="small")
+    return _save(fig, None)
+
+
+def utilization_over_time(
+    rounds_by_policy: dict[str, pd.DataFrame], total_gpus: int, caption: str = ""
+) -> Figure:
+    """GPUs in use (fraction of the cluster) and queued jobs over time, per policy."""
+    fig = new_figure(8.0, 5.0)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for k, (name, rounds) in enumerate(rounds_by_policy.items()):
+        hours = rounds["time"].to_numpy(dtype=float) / 3600
+        color = PALETTE[k % len(PALETTE)]
+        top.step(hours, rounds["gpus_in_use"] / total_gpus, where="post", label=name, color=color)
+        bottom.step(hours, rounds["queued"], where="post", color=color)
+    top.set_ylabel("GPU utilisation (fraction)")
+    top.set_ylim(0, 1.05)
+    top.legend(fontsize="small")
+    bottom.set_ylabel("queued jobs")
+    bottom.set_xlabel("time (hours)")
+    top.set_title(f"Utilisation and queue: {caption}" if caption else "Utilisation and queue")
+    return _save(fig, None)
+
+
+def allocation_timeline(rounds: pd.DataFrame, policy: str, caption: str = "") -> Figure:
+    """GPUs held by each job over time, one lane per job (colour: GPU count)."""
+    from matplotlib import colormaps
+
+    names: dict[str, int] = {}
+    segments = []
+    times = rounds["time"].to_numpy(dtype=float)
+    for i, text in enumerate(rounds["allocations"].fillna("")):
+        end = times[i + 1] if i + 1 < len(times) else times[i] + 60.0
+        for entry in filter(None, str(text).split(";")):
+            name, rest = entry.split("=")
+            gpus = sum(int(g) for g in rest.split("@")[0].split("."))
+            lane = names.setdefault(name, len(names))
+            segments.append((lane, times[i] / 3600, (end - times[i]) / 3600, gpus))
+    fig = new_figure(9.0, max(3.0, min(12.0, 0.04 * len(names) + 2)))
+    ax = fig.subplots()
+    most = max((s[3] for s in segments), default=1)
+    cmap = colormaps["viridis"]
+    for lane, start, length, gpus in segments:
+        ax.barh(lane, length, left=start, height=0.9, color=cmap(gpus / most), linewidth=0)
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel("job (in order of first allocation)")
+    ax.set_ylim(-1, max(len(names), 1))
+    label = f"{policy}: {caption}" if caption else policy
+    ax.set_title(f"GPUs per job over time ({label}); darker = fewer GPUs, max {most}")
+    return _save(fig, None)

@@ -494,3 +494,40 @@ def test_manifest_states_the_unit_of_every_column(small_csv, tmp_path):
     assert set(units["jobs.csv"]) == set(jobs.columns)
     assert set(units["rounds.csv"]) == set(rounds.columns)
     assert set(summary) <= set(units["summary"])
+
+
+@pytest.mark.parametrize("kind", ["cdf", "bars", "apps", "utilization"])
+def test_plot_redraws_figures_from_saved_results_alone(kind, small_csv, tmp_path, monkeypatch):
+    out = tmp_path / "cmp"
+    result = invoke("compare", "--policies", "fifo,goodput", "--workload", small_csv, "--out", out)
+    assert result.exit_code == 0, result.output
+    from goodput_sim import api
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("plot must not simulate")
+
+    monkeypatch.setattr(api, "run", no_runs)
+    drawn = invoke("plot", out, "--kind", kind, "-o", tmp_path / f"{kind}.svg")
+    assert drawn.exit_code == 0, drawn.output
+    text = (tmp_path / f"{kind}.svg").read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    from goodput_sim.cli.plot_cmd import _runs
+    from goodput_sim.plots import _caption
+
+    manifests = {n: json.loads((f / "manifest.json").read_text()) for n, f in _runs(out).items()}
+    assert _caption(manifests) == "small, 16x4 GPUs, fifo, goodput"  # workload, cluster, policies
+
+
+def test_plot_timeline_and_errors(small_csv, tmp_path):
+    out = tmp_path / "run"
+    assert (
+        invoke("run", "--policy", "goodput", "--workload", small_csv, "--out", out).exit_code == 0
+    )
+    drawn = invoke("plot", out, "--kind", "timeline")
+    assert drawn.exit_code == 0 and (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "holds no run results" in _one_line_error(invoke("plot", empty))
+    assert "expected a .png or .svg" in _one_line_error(
+        invoke("plot", out, "-o", tmp_path / "x.gif")
+    )

@@ -55,6 +55,7 @@ def main() -> None:
 def _register() -> None:
     from goodput_sim.cli import (  # noqa: F401
         experiment_cmd,
+        plot_cmd,
         profiles_cmd,
         sim_cmd,
         toy_cmd,
