@@ -129,14 +129,14 @@ def run(
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster)
     frame = _workload(workload, profile_map, spec)
-    with _bar(progress, len(frame), policy, "job") as bar:
+    with progress_bar(progress, len(frame), policy, "job") as bar:
         sim = Simulation(frame, profile_map, scheduler, spec, config, batch_agent, bar.update)
         return sim.run()
 
 
-def _bar(progress: bool, total: int, desc: str, unit: str) -> tqdm:
-    """A progress bar on stderr when asked for and stderr is a terminal, shown only once the
-    work has lasted 2 s."""
+def progress_bar(progress: bool, total: int, desc: str, unit: str) -> tqdm:
+    """A progress bar on stderr when asked for and stderr is a terminal (tqdm's
+    ``disable=None``), shown only once the work has lasted 2 s."""
     return tqdm(
         total=total,
         desc=desc,
@@ -182,7 +182,7 @@ def compare(
     profile_map = load_profiles(profiles)
     frame = _workload(workload, profile_map, spec)
     tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
-    with _bar(progress, len(tasks), "policies", "run") as bar:
+    with progress_bar(progress, len(tasks), "policies", "run") as bar:
         if workers > 1 and len(tasks) > 1:
             with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
                 futures = {pool.submit(_run_one, task): task[0] for task in tasks}

@@ -375,12 +375,9 @@ class Simulation:
         local_bsz, accum = self.agent.configs(
             belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
         )
-        step, sync = profile.step_sync(job.layout, local_bsz)
-        total = job.replicas * local_bsz * (accum + 1)
-        true_sqr, true_var = profile.grad_stats(total, epochs)
-        m0 = profile.limits.init_batch_size
-        iteration = iteration_seconds(step, sync, accum) / (1.0 - job.slowdown)
-        rate = gain(total, m0, true_sqr, true_var) / iteration
+        step, sync, total, iteration, rate = _epoch_rates(
+            profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
+        )
         job.plan = _Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
         job.last_batch = job.total_batch
@@ -517,10 +514,9 @@ class Simulation:
                 lim = profile.limits
                 replicas = spec.requested_replicas
                 b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
-                step, sync = profile.step_sync(packed_placement(replicas, gpus), b)
-                total = replicas * b * (s + 1)
-                sqr, var = profile.grad_stats(total, np.arange(lim.max_epochs))
-                rate = gain(total, lim.init_batch_size, sqr, var) / iteration_seconds(step, sync, s)
+                layout = packed_placement(replicas, gpus)
+                epochs = np.arange(lim.max_epochs)
+                *_, rate = _epoch_rates(profile, layout, b, s, replicas, epochs)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     seen[key] = float(np.sum(np.diff(profile.progress_thresholds) / rate))
             seconds = seen[key]
@@ -551,6 +547,25 @@ class Simulation:
             data = np.array(rows)
             out[app] = ThroughputModel().fit(*data.T).params_
         return out
+
+
+def _epoch_rates(
+    profile: ApplicationProfile,
+    layout: tuple[int, ...],
+    local_bsz,
+    accum,
+    replicas: int,
+    epochs: NDArray,
+    slowdown: float = 0.0,
+) -> tuple:
+    """True (step, sync, total batch, iteration seconds, progress rate) of a configuration in
+    each of ``epochs``: the ground truth a plan, and the finishability check, advance by."""
+    step, sync = profile.step_sync(layout, local_bsz)
+    total = replicas * local_bsz * (accum + 1)
+    sqr, var = profile.grad_stats(total, epochs)
+    iteration = iteration_seconds(step, sync, accum) / (1.0 - slowdown)
+    rate = gain(total, profile.limits.init_batch_size, sqr, var) / iteration
+    return step, sync, total, iteration, rate
 
 
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:

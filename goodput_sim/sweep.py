@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -22,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from goodput_sim import jsonio
-from goodput_sim.api import as_cluster, check_policies, run
+from goodput_sim.api import as_cluster, check_policies, progress_bar, run, staged_folder
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
@@ -69,14 +67,9 @@ def run_task(
         **summarize(result.jobs, cluster.total_gpus),
         "wall_seconds": result.wall_seconds,
     }
-    folder = task.folder(out)
-    staging = folder.with_name(folder.name + ".partial")
-    staging.mkdir(parents=True, exist_ok=True)
-    result.jobs.to_csv(staging / "jobs.csv", index=False, float_format="%.6f")
-    (staging / "summary.json").write_text(jsonio.dumps(row) + "\n")
-    if folder.exists():  # a rerun of a finished task replaces it
-        shutil.rmtree(folder)
-    os.replace(staging, folder)
+    with staged_folder(task.folder(out)) as staging:  # a rerun of a finished task replaces it
+        result.jobs.to_csv(staging / "jobs.csv", index=False, float_format="%.6f")
+        (staging / "summary.json").write_text(jsonio.dumps(row) + "\n")
     return row
 
 
@@ -117,8 +110,8 @@ def sweep(
     ]
     rows = {t: row for t in tasks if (row := _finished_row(t.folder(out))) is not None}
     todo = [t for t in tasks if t not in rows]
-    # Quiet when asked, and when stderr is not a terminal (tqdm's disable=None).
-    bar = tqdm(total=len(tasks), initial=len(rows), disable=None if progress else True, desc="runs")
+    bar = progress_bar(progress, len(tasks), "runs", "run")
+    bar.update(len(rows))
     if scheduler:
         rows.update(_on_dask(scheduler, todo, profiles, spec, config, out, bar))
     else:

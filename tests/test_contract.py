@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from round_records import allocation_entries
+from test_engine import COLUMNS, MIXED
 
 from goodput_sim import api
 from goodput_sim.agents import agent_names, get_agent
@@ -17,17 +18,7 @@ from goodput_sim.jobs import BeliefView
 from goodput_sim.policies import Decision, get_policy, policy_names
 from goodput_sim.profiles import load_profiles
 
-COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
-SMALL = pd.DataFrame(
-    [
-        ("cifar10-a", 0, "cifar10", 4, 2048),
-        ("ncf-a", 30, "ncf", 1, 32768),
-        ("bert-a", 100, "bert", 6, 384),
-        ("cifar10-b", 200, "cifar10", 8, 2048),
-        ("ncf-b", 250, "ncf", 1, 32768),
-    ],
-    columns=COLUMNS,
-)
+SMALL = MIXED.iloc[:5].reset_index(drop=True)  # five jobs that fit a 2x4 cluster
 CLUSTER = ClusterSpec.uniform(2, 4)
 FAST = {"goodput-ga": {"population": 10, "generations": 3}}  # the GA at reference size is slow
 

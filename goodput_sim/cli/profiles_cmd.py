@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 import yaml
-from tqdm import tqdm
 
+from goodput_sim.api import progress_bar
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 from goodput_sim.profiles import load_profiles
@@ -51,23 +51,19 @@ def fit(folder: Path, out: Path, force: bool, quiet: bool) -> None:
             "--out", f"{out} already holds {clashes[0]}.yaml; pass --force to replace profiles"
         )
     out.mkdir(parents=True, exist_ok=True)
-    bar = tqdm(
-        measured_profiles.items(),
-        desc="fitting",
-        unit="profile",
-        delay=2,
-        leave=False,
-        disable=True if quiet else None,
-    )
-    for name, measured in bar:
-        data = fit_profile(measured, source=f"{folder.name}/{name}")
-        path = out / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
-        err = data["provenance"]["fit_error"]
-        click.echo(
-            f"{path}: step time median {err['step_time_median']:.1%}, "
-            f"p90 {err['step_time_p90']:.1%}; efficiency median {err['efficiency_median']:.1%}"
-        )
+    with progress_bar(not quiet, len(measured_profiles), "fitting", "profile") as bar:
+        for name, measured in measured_profiles.items():
+            data = fit_profile(measured, source=f"{folder.name}/{name}")
+            path = out / f"{name}.yaml"
+            path.write_text(
+                yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+            )
+            err = data["provenance"]["fit_error"]
+            click.echo(
+                f"{path}: step time median {err['step_time_median']:.1%}, "
+                f"p90 {err['step_time_p90']:.1%}; efficiency median {err['efficiency_median']:.1%}"
+            )
+            bar.update()
 
 
 @profiles.command("check")
