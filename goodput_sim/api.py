@@ -267,11 +267,16 @@ def write_run(
     *,
     hashes: dict[str, str] | None = None,
     summary: dict | None = None,
+    params: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    figure: bool = True,
 ) -> Path:
-    """A results folder: jobs.csv, rounds.csv, manifest.json and jct_cdf.png.
+    """A results folder: jobs.csv, rounds.csv, manifest.json and (with ``figure``) jct_cdf.png.
 
     ``hashes`` (``input_hashes(inputs)``) and ``summary`` (``summarize`` of the jobs) are
-    computed unless given, so runs on the same inputs can share them."""
+    computed unless given, so runs on the same inputs can share them. ``params`` are the
+    parameters the run was given and ``extra`` more manifest entries (a sweep's workload
+    source): with them the manifest is enough to replay the run (``run --manifest``)."""
     from goodput_sim.plots import jct_cdf
 
     out.mkdir(parents=True, exist_ok=True)
@@ -288,6 +293,8 @@ def write_run(
         "config": result.config,
         "cluster": result.cluster,
         "seed": seed,
+        "params": dict(params or {}),
+        **(extra or {}),
         "inputs": {k: str(v) if v is not None else None for k, v in inputs.items()},
         "input_sha256": hashes,
         "wall_seconds": result.wall_seconds,
@@ -297,7 +304,8 @@ def write_run(
         "units": manifest_units(),
     }
     (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")
-    jct_cdf({result.policy["name"]: result.jobs}, out / "jct_cdf.png")
+    if figure:
+        jct_cdf({result.policy["name"]: result.jobs}, out / "jct_cdf.png")
     return out
 
 

@@ -1,19 +1,23 @@
-"""Grids of runs (policies x workloads x seeds): local processes or a Dask cluster, resumable.
+"""Grids of runs (policies x workloads x loads x clusters x intervals x seeds): local processes
+or a Dask cluster, resumable.
 
-Every finished run writes ``<out>/<workload>/<policy>-seed<N>/`` (jobs.csv, summary.json)
-atomically, so an interrupted sweep resumes where it stopped; ``summary.csv`` collects all runs.
-Results do not depend on the number of processes: each run is a pure function of its inputs.
+Every finished run writes ``<out>/<workload>[-load<X>][-<cluster>][-i<interval>]/
+<policy>-seed<N>/`` (jobs.csv, rounds.csv, a manifest that replays it, summary.json; the jobs as
+workload.csv when they were drawn for the run) atomically, so an interrupted sweep resumes where
+it stopped; ``summary.csv`` collects all runs. Results do not depend on the number of processes:
+each run is a pure function of its inputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from itertools import product
@@ -23,13 +27,27 @@ from typing import Any
 import pandas as pd
 
 from goodput_sim import jsonio
-from goodput_sim.api import as_cluster, check_policies, progress_bar, run, staged_folder
+from goodput_sim.api import (
+    as_cluster,
+    check_policies,
+    default_profiles_path,
+    input_hashes,
+    progress_bar,
+    run,
+    staged_folder,
+    write_run,
+)
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import summarize
 from goodput_sim.profiles import load_profiles
-from goodput_sim.workload import load_workload
+from goodput_sim.sources import WorkloadSource
+from goodput_sim.units import manifest_units
+from goodput_sim.workload import load_workload, write_workload
+
+DEFAULT_CLUSTER = "16x4"
+DEFAULT_INTERVAL = 60.0
 
 
 @dataclass(frozen=True)
@@ -37,49 +55,78 @@ class SweepTask:
     """One run of the grid (``params`` as sorted (key, value) pairs)."""
 
     policy: str
-    workload: Path
+    workload: WorkloadSource
     seed: int
     agent: str | None = None
-    params: tuple[tuple[str, str], ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()
+    load: float = 1.0
+    cluster: ClusterSpec = ClusterSpec()
+    interval: float = DEFAULT_INTERVAL
 
     def folder(self, out: Path) -> Path:
         name = self.policy + (f"+{self.agent}" if self.agent else "")
         if self.params:
-            text = json.dumps(self.params)
+            text = json.dumps([[k, str(v)] for k, v in self.params])
             name += "-p" + hashlib.sha256(text.encode()).hexdigest()[:8]
-        return out / self.workload.stem / f"{name}-seed{self.seed}"
+        group = self.workload.name
+        if self.load != 1.0:
+            group += f"-load{self.load:g}"
+        if str(self.cluster) != DEFAULT_CLUSTER:
+            group += f"-{self.cluster}"
+        if self.interval != DEFAULT_INTERVAL:
+            group += f"-i{self.interval:g}"
+        return out / group / f"{name}-seed{self.seed}"
 
 
-def run_task(
-    task: SweepTask, profiles: str | None, cluster: ClusterSpec, config: SimConfig, out: Path
-) -> dict:
+def run_task(task: SweepTask, profiles: str | None, config: SimConfig, out: Path) -> dict:
     """Run one task and write its folder atomically; returns its summary row."""
     params = dict(task.params)
-    result = run(
-        task.policy, task.workload, profiles, cluster, task.seed, config, task.agent, params
-    )
+    jobs, source = task.workload.frame(task.load, task.seed)
+    config = dataclasses.replace(config, interval=task.interval)
+    result = run(task.policy, jobs, profiles, task.cluster, task.seed, config, task.agent, params)
+    summary = summarize(result.jobs, task.cluster.total_gpus)
     row = {
-        "workload": task.workload.stem,
+        "workload": task.workload.name,
+        "load": task.load,
+        "cluster": str(task.cluster),
+        "interval": task.interval,
         "policy": task.policy,
         "agent": result.agent["name"],
         "params": json.dumps(params, sort_keys=True),
         "seed": task.seed,
-        **summarize(result.jobs, cluster.total_gpus),
+        **summary,
         "wall_seconds": result.wall_seconds,
     }
+    profiles_path = default_profiles_path(profiles)
     with staged_folder(task.folder(out)) as staging:  # a rerun of a finished task replaces it
-        result.jobs.to_csv(staging / "jobs.csv", index=False, float_format="%.6f")
+        inputs = {"workload": jobs, "profiles": profiles_path}
+        hashes = None
+        if isinstance(jobs, pd.DataFrame):  # drawn for this run: saved beside the manifest
+            write_workload(jobs, staging / "workload.csv")
+            hashes = input_hashes({"workload": staging / "workload.csv", "profiles": profiles_path})
+            inputs["workload"] = Path("workload.csv")
+        write_run(
+            result,
+            staging,
+            inputs,
+            task.seed,
+            hashes=hashes,
+            summary=summary,
+            params=params,
+            extra={"workload_source": source},
+            figure=False,
+        )
         (staging / "summary.json").write_text(jsonio.dumps(row) + "\n")
     return row
 
 
 def sweep(
     policies: Iterable[str],
-    workloads: Iterable[str | Path],
+    workloads: Iterable[str | Path | WorkloadSource],
     out: str | Path,
     seeds: Iterable[int] = (0,),
     profiles: str | None = None,
-    cluster: ClusterSpec | str = "16x4",
+    cluster: ClusterSpec | str = DEFAULT_CLUSTER,
     config: SimConfig | None = None,
     workers: int = 1,
     scheduler: str | None = None,
@@ -87,50 +134,99 @@ def sweep(
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
     variants: Iterable[tuple[str | None, Mapping[str, Any]]] | None = None,
+    loads: Sequence[float] = (1.0,),
+    clusters: Sequence[ClusterSpec | str] | None = None,
+    intervals: Sequence[float] | None = None,
 ) -> pd.DataFrame:
-    """Run every (policy, workload, seed) not already in ``out`` (with batch ``agent`` and
-    ``params`` for every run, or each (agent, params) of ``variants`` in turn); return all
-    summary rows."""
-    out = Path(out)
-    spec = as_cluster(cluster)
-    config = config or SimConfig()
+    """Run every (workload, load, cluster, interval, policy, seed) not already in ``out`` (with
+    batch ``agent`` and ``params`` for every run, or each (agent, params) of ``variants`` in
+    turn); return all summary rows. ``clusters`` defaults to ``[cluster]`` and ``intervals`` to
+    the config's."""
     variants = list(variants) if variants is not None else [(agent, params or {})]
-    for variant_agent, variant_params in variants:
-        policies = check_policies(policies, variant_agent, variant_params)
-    variant_keys = [(a, tuple(sorted((str(k), str(v)) for k, v in p.items()))) for a, p in variants]
-    paths = [Path(w) for w in workloads]
-    if not paths:
-        raise InputError("--workloads", "no workload CSV found")
-    applications = load_profiles(profiles)
-    for path in paths:  # every input checked before any run starts
-        load_workload(path, applications=applications, max_gpus=spec.total_gpus)
-    tasks = [
-        SweepTask(p, w, s, a, pairs)
-        for w, p, (a, pairs), s in product(paths, policies, variant_keys, seeds)
+    entries = [
+        (policy, variant_agent, variant_params)
+        for policy in policies
+        for variant_agent, variant_params in variants
     ]
+    config = config or SimConfig()
+    return run_grid(
+        entries,
+        workloads,
+        out,
+        seeds=seeds,
+        loads=loads,
+        clusters=clusters if clusters is not None else [cluster],
+        intervals=intervals if intervals is not None else [config.interval],
+        profiles=profiles,
+        config=config,
+        workers=workers,
+        scheduler=scheduler,
+        progress=progress,
+    )
+
+
+def run_grid(
+    entries: Sequence[tuple[str, str | None, Mapping[str, Any]]],
+    workloads: Iterable[str | Path | WorkloadSource],
+    out: str | Path,
+    *,
+    seeds: Iterable[int] = (0,),
+    loads: Sequence[float] = (1.0,),
+    clusters: Sequence[ClusterSpec | str] = (DEFAULT_CLUSTER,),
+    intervals: Sequence[float] = (DEFAULT_INTERVAL,),
+    profiles: str | None = None,
+    config: SimConfig | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The grid of (policy, agent, params) ``entries`` over every workload, load, cluster,
+    interval and seed, in that order: each run not already in ``out`` is done."""
+    out = Path(out)
+    config = config or SimConfig()
+    for policy, entry_agent, entry_params in entries:
+        check_policies([policy], entry_agent, entry_params)
+    if not entries:
+        raise InputError("--policies", "names no policy")
+    keyed = [(p, a, tuple(sorted((str(k), str(v)) for k, v in q.items()))) for p, a, q in entries]
+    sources = [w if isinstance(w, WorkloadSource) else WorkloadSource.file(w) for w in workloads]
+    if not sources:
+        raise InputError("--workloads", "no workload CSV found")
+    specs = [as_cluster(c) for c in clusters]
+    applications = load_profiles(profiles)
+    smallest = min(spec.total_gpus for spec in specs)
+    for source in sources:  # every input checked before any run starts
+        if source.path is not None:
+            load_workload(source.path, applications=applications, max_gpus=smallest)
+    tasks = [
+        SweepTask(p, w, s, a, pairs, load, spec, float(interval))
+        for w, load, spec, interval, (p, a, pairs), s in product(
+            sources, loads, specs, intervals, keyed, seeds
+        )
+    ]
+    _write_sweep_record(out)
     rows = {t: row for t in tasks if (row := _finished_row(t.folder(out))) is not None}
     todo = [t for t in tasks if t not in rows]
     bar = progress_bar(progress, len(tasks), "runs", "run")
     bar.update(len(rows))
-    if scheduler:
-        rows.update(_on_dask(scheduler, todo, profiles, spec, config, out, bar))
-    else:
-        try:
-            if workers > 1 and len(todo) > 1:
-                _in_processes(todo, workers, rows, bar, profiles, spec, config, out)
-            else:
-                for task in todo:
-                    rows[task] = run_task(task, profiles, spec, config, out)
-                    bar.update()
-        except KeyboardInterrupt:  # keep what finished: the summary says how far it got
-            _write_summary([rows[t] for t in tasks if t in rows], out)
-            raise
-        finally:
-            bar.close()
+    try:
+        if scheduler:
+            _on_dask(scheduler, todo, profiles, config, out, bar, rows, workers)
+        elif workers > 1 and len(todo) > 1:
+            _in_processes(todo, workers, rows, bar, profiles, config, out)
+        else:
+            for task in todo:
+                rows[task] = run_task(task, profiles, config, out)
+                bar.update()
+    except KeyboardInterrupt:  # keep what finished: the summary says how far it got
+        _write_summary([rows[t] for t in tasks if t in rows], out)
+        raise
+    finally:
+        bar.close()
     return _write_summary([rows[t] for t in tasks], out)
 
 
-ID_COLUMNS = ("workload", "policy", "agent", "params", "seed")
+ID_COLUMNS = ("workload", "load", "cluster", "interval", "policy", "agent", "params", "seed")
 
 
 def _finished_row(folder: Path) -> dict | None:
@@ -156,14 +252,14 @@ def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
     return table
 
 
-def _in_processes(todo, workers, rows, bar, profiles, spec, config, out) -> None:
+def _in_processes(todo, workers, rows, bar, profiles, config, out) -> None:
     """Run tasks in local worker processes that leave SIGINT to this process and end when it
     dies; on an interruption, pending runs are cancelled and the workers stopped at once."""
     pool = ProcessPoolExecutor(
         max_workers=workers, initializer=_worker_setup, initargs=(os.getpid(),)
     )
     try:
-        futures = {pool.submit(run_task, t, profiles, spec, config, out): t for t in todo}
+        futures = {pool.submit(run_task, t, profiles, config, out): t for t in todo}
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
             bar.update()
@@ -188,22 +284,45 @@ def _worker_setup(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _on_dask(scheduler, todo, profiles, spec, config, out, bar) -> dict:
-    """Run tasks on a Dask cluster (``pip install 'goodput-sim[dask]'``); the output folder
-    must be reachable from every worker."""
+def _on_dask(scheduler, todo, profiles, config, out, bar, rows, workers) -> None:
+    """Run tasks on a Dask cluster: ``local`` starts one on this machine with ``workers``
+    processes, anything else is a scheduler address (the output folder must be reachable from
+    every worker). Rows are added to ``rows`` as runs finish."""
     try:
-        from dask.distributed import Client
+        from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as dask_completed
     except ImportError:
         raise InputError(
             "--scheduler", "needs dask.distributed: pip install 'goodput-sim[dask]'"
         ) from None
-    rows = {}
-    with Client(scheduler) as client:
-        futures = {
-            client.submit(run_task, t, profiles, spec, config, out, pure=False): t for t in todo
-        }
-        for future in dask_completed(futures):
-            rows[futures[future]] = future.result()
-            bar.update()
-    return rows
+    local = None
+    if scheduler == "local":
+        local = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        scheduler = local.scheduler_address
+    try:
+        with Client(scheduler) as client:
+            futures = {
+                client.submit(run_task, t, profiles, config, out, pure=False): t for t in todo
+            }
+            for future in dask_completed(futures):
+                rows[futures[future]] = future.result()
+                bar.update()
+    finally:
+        if local is not None:
+            local.close()
+
+
+def _write_sweep_record(out: Path) -> None:
+    """``sweep.json``: marks ``out`` as a sweep's folder (so it may be resumed) and states the
+    units of ``summary.csv``."""
+    out.mkdir(parents=True, exist_ok=True)
+    units = {
+        "load": "arrival rate relative to the workload's own (1.0 = as given)",
+        "cluster": "node groups, NODESxGPUS joined by +",
+        "interval": "s between scheduling rounds",
+        **manifest_units()["summary"],
+    }
+    record = {"kind": "sweep", "units": {"summary.csv": units}}
+    (out / "sweep.json").write_text(jsonio.dumps(record) + "\n")

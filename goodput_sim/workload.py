@@ -12,6 +12,7 @@ import csv
 import datetime as dt
 import hashlib
 import math
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,6 +282,39 @@ def summarize_workload(df: pd.DataFrame) -> str:
     mix = df["application"].value_counts().sort_index()
     mix_text = " ".join(f"{app}={n}" for app, n in mix.items())
     return f"{len(df)} jobs, arrivals {df['time'].min():g}-{df['time'].max():g} s, mix {mix_text}"
+
+
+def resample_jobs(df: pd.DataFrame, load: float = 1.0, seed: int = 0) -> pd.DataFrame:
+    """``load`` times the jobs of ``df`` in the same arrival window, drawn with ``seed``: the
+    load and seed axes of a sweep for workloads given as files.
+
+    Seed 0 keeps the file's own jobs, as the reference builds its load sets from one sample: a
+    lower load keeps a random subset (arrivals unchanged), a higher load adds copies of randomly
+    drawn jobs. Any other seed draws every job anew (a bootstrap: application and size of a
+    random job of the file). A drawn job arrives at the time of another random job moved by up to
+    5 minutes within the window, so the application mix and the arrival-hour pattern stay the
+    file's. Jobs are renamed ``<application>-<rank>`` in arrival order, as generated workloads
+    are. Load 1.0 with seed 0 returns ``df`` unchanged."""
+    if not np.isfinite(load) or load <= 0:
+        raise InputError(None, f"must be a positive number, got {load!r}", "load")
+    if load == 1.0 and seed == 0:
+        return df
+    # Seeded by the jobs too, so that the workloads of one sweep are not thinned alike.
+    content = zlib.crc32(df.loc[:, list(WORKLOAD_COLUMNS)].to_csv(index=False).encode())
+    rng = np.random.default_rng([seed, content])
+    count = max(1, round(load * len(df)))
+    if seed == 0 and count <= len(df):
+        picked = df.iloc[np.sort(rng.choice(len(df), size=count, replace=False))]
+    else:
+        kept = df if seed == 0 else df.iloc[:0]
+        drawn = df.iloc[rng.integers(0, len(df), count - len(kept))].copy()
+        times = df["time"].to_numpy(dtype=float)
+        moved = times[rng.integers(0, len(df), len(drawn))] + rng.uniform(-300, 300, len(drawn))
+        drawn["time"] = np.clip(np.round(moved), times.min(), times.max())
+        picked = pd.concat([kept, drawn], ignore_index=True)
+    out = picked.sort_values("time", kind="stable").reset_index(drop=True)
+    out["name"] = [f"{app}-{rank}" for rank, app in enumerate(out["application"])]
+    return out.astype({"time": df["time"].dtype})
 
 
 # --------------------------------------------------------------------------- Philly statistics

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from conftest import bundled_slices
 
 from goodput_sim.cli import main
-from goodput_sim.experiments.batch_rules import bootstrap_mean_ci, run_batch_rules
+from goodput_sim.experiments.batch_rules import run_batch_rules
+from goodput_sim.stats import bootstrap_mean_ci
 
 
 @pytest.fixture(scope="module")

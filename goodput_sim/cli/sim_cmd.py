@@ -149,7 +149,13 @@ _quiet_option = click.option(
 
 
 @main.command("run")
-@click.option("--policy", required=True, help="Policy name (see `goodput-sim policies`).")
+@click.option("--policy", default=None, help="Policy name (see `goodput-sim policies`).")
+@click.option(
+    "--manifest",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Replay the run of this manifest.json instead (same inputs, settings and seed).",
+)
 @_common
 @click.option(
     "--out",
@@ -159,17 +165,37 @@ _quiet_option = click.option(
 )
 @_force_option
 @_quiet_option
-def run_cmd(policy: str, out: Path | None, force: bool, quiet: bool, **options) -> None:
-    """Replay a workload under one policy and write a results folder."""
-    inputs, config = _split_options(options)
-    workload = inputs["workload"] or bundled_workload()
-    profiles, seed = inputs["profiles"], inputs["seed"]
-    agent, params = inputs["agent"], inputs["params"]
+def run_cmd(
+    policy: str | None, manifest: Path | None, out: Path | None, force: bool, quiet: bool, **options
+) -> None:
+    """Replay a workload under one policy and write a results folder (or replay a saved run
+    from its manifest: its jobs.csv is reproduced byte for byte)."""
+    if manifest is not None:
+        context = click.get_current_context()
+        given = [
+            name
+            for name in ("policy", *options)
+            if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise InputError(f"--{given[0].replace('_', '-')}", "cannot be set with --manifest")
+        from goodput_sim.replay import replay_arguments
+
+        arguments = replay_arguments(manifest)
+        policy, workload, profiles = (arguments[k] for k in ("policy", "workload", "profiles"))
+        seed, config, cluster = arguments["seed"], arguments["config"], arguments["cluster"]
+        agent, params = arguments["agent"], arguments["params"]
+    elif policy is None:
+        raise InputError("--policy", "is required (or replay a run with --manifest)")
+    else:
+        inputs, config = _split_options(options)
+        workload = inputs["workload"] or bundled_workload()
+        profiles, seed, cluster = inputs["profiles"], inputs["seed"], inputs["cluster"]
+        agent, params = inputs["agent"], inputs["params"]
     out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}", force=force)
-    cluster = inputs["cluster"]
     result = run(policy, workload, profiles, cluster, seed, config, agent, params, not quiet)
     with staged_folder(out) as folder:
-        write_run(result, folder, _inputs(workload, profiles), seed)
+        write_run(result, folder, _inputs(workload, profiles), seed, params=params)
     if result.stopped:
         click.echo(
             f"{policy}: stopped early ({result.stopped}); partial results in {out}", err=True
@@ -222,14 +248,16 @@ def print_comparison(comparison: Comparison) -> None:
         click.echo(f"  vs {name:<11} {v['reduction']:>7.1%}   ({verdict} the paper's range)")
 
 
-def write_comparison(comparison: Comparison, out: Path, inputs: dict, seed: int) -> None:
+def write_comparison(
+    comparison: Comparison, out: Path, inputs: dict, seed: int, params: dict | None = None
+) -> None:
     """Each policy's results folder (inputs hashed once), the summary and the two charts."""
     out.mkdir(parents=True, exist_ok=True)
     hashes = input_hashes(inputs)
     summaries = comparison.summary.to_dict(orient="index")
     for name, result in comparison.results.items():
         summary = {k: v for k, v in summaries[name].items() if k != "wall_seconds"}
-        write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary)
+        write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary, params=params)
     (out / "summary.json").write_text(jsonio.dumps(comparison.as_json()) + "\n")
     comparison.summary.rename_axis("policy").to_csv(out / "summary.csv", float_format="%.6f")
     jobs = {name: r.jobs for name, r in comparison.results.items()}
@@ -260,7 +288,7 @@ def _compare_and_report(
         names, workload, profiles, cluster, seed, config, workers, agent, params, not quiet
     )
     with staged_folder(out) as folder:
-        write_comparison(comparison, folder, _inputs(workload, profiles), seed)
+        write_comparison(comparison, folder, _inputs(workload, profiles), seed, params)
     if fmt == "json":
         click.echo(jsonio.dumps(comparison.as_json()))
     else:
@@ -361,13 +389,17 @@ def validate_cmd(reference: Path) -> None:
 
 
 @main.command("sweep")
-@_policies_option
+@click.argument("experiment", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--policies",
+    default=None,
+    help=f"Comma-separated policy names [default: {','.join(DEFAULT_POLICIES)}].",
+)
 @click.option(
     "--workloads",
-    required=True,
     multiple=True,
     type=click.Path(path_type=Path),
-    help="Workload CSVs or folders of them (repeatable).",
+    help="Workload CSVs or folders of them (repeatable; instead of an EXPERIMENT file).",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @profiles_option
@@ -377,43 +409,100 @@ def validate_cmd(reference: Path) -> None:
 @click.option(
     "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Local processes."
 )
-@click.option("--scheduler", default=None, help="Dask scheduler address (runs there instead).")
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=Path("results/sweep"), show_default=True
+    "--scheduler",
+    default=None,
+    help="Run on Dask: 'local' starts a cluster of --workers processes here, or give the "
+    "address of a running scheduler.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder (default: results/<experiment name>, or results/sweep).",
 )
 @_quiet_option
 def sweep_cmd(
-    policies, workloads, seeds, profiles, cluster, agent, params, workers, scheduler, out, quiet
+    experiment,
+    policies,
+    workloads,
+    seeds,
+    profiles,
+    cluster,
+    agent,
+    params,
+    workers,
+    scheduler,
+    out,
+    quiet,
 ) -> None:
-    """Run a resumable grid of policies x workloads x seeds; finished runs are kept."""
-    from goodput_sim.sweep import sweep
+    """Run a resumable grid of runs: an EXPERIMENT file (policies x workloads x loads x seeds x
+    clusters x intervals; see configs/), or --policies x --workloads x --seeds. Finished runs
+    in --out are kept, so an interrupted sweep picks up where it stopped."""
+    from goodput_sim.sweep import run_grid, sweep
 
-    files = []
-    for path in workloads:
-        files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
-    if not files:
-        raise InputError("--workloads", "no workload CSV found")
-    try:
-        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {seeds!r}") from None
-    if not seed_list:
-        raise InputError("--seeds", "names no seed")
-    writable_folder(out)
-    table = sweep(
-        parse_policies(policies),
-        files,
-        out,
-        seed_list,
-        profiles,
-        cluster,
-        workers=workers,
-        scheduler=scheduler,
-        agent=agent,
-        params=parse_assignments(params),
-        progress=not quiet,
-    )
-    pivot = table.pivot_table(index="workload", columns="policy", values="avg_jct") / 3600
-    click.echo("average JCT (hours)")
+    if experiment is not None:
+        from goodput_sim.experiments.grid import load_experiment
+
+        if workloads or policies or agent or params:
+            raise InputError(
+                None, "an EXPERIMENT file names its own policies and workloads", "--workloads"
+            )
+        spec = load_experiment(experiment)
+        out = _sweep_folder(out or Path("results") / spec.name)
+        table = run_grid(
+            spec.policies,
+            spec.workloads,
+            out,
+            seeds=spec.seeds,
+            loads=spec.loads,
+            clusters=spec.clusters,
+            intervals=spec.intervals,
+            profiles=spec.profiles,
+            config=spec.config,
+            workers=workers,
+            scheduler=scheduler,
+            progress=not quiet,
+        )
+    else:
+        files = []
+        for path in workloads:
+            files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
+        if not files:
+            raise InputError("--workloads", "no workload CSV found (or give an EXPERIMENT file)")
+        try:
+            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise click.BadParameter(
+                f"expected comma-separated integers, got {seeds!r}", param_hint="--seeds"
+            ) from None
+        if not seed_list:
+            raise InputError("--seeds", "names no seed")
+        out = _sweep_folder(out or Path("results/sweep"))
+        table = sweep(
+            parse_policies(",".join(DEFAULT_POLICIES) if policies is None else policies),
+            files,
+            out,
+            seed_list,
+            profiles,
+            cluster,
+            workers=workers,
+            scheduler=scheduler,
+            agent=agent,
+            params=parse_assignments(params),
+            progress=not quiet,
+        )
+    index = ["load", "workload"] if table["load"].nunique() > 1 else ["workload"]
+    pivot = table.pivot_table(index=index, columns="policy", values="avg_jct") / 3600
+    click.echo("average JCT (hours; mean over seeds and variants)")
     click.echo(pivot.round(2).to_string())
-    click.echo(f"\n{len(table)} runs -> {out / 'summary.csv'}")
+    click.echo(
+        f"\n{len(table)} runs -> {out / 'summary.csv'}; statistics: goodput-sim report {out}"
+    )
+
+
+def _sweep_folder(out: Path) -> Path:
+    """``out``, if it is new, empty, or an earlier sweep's folder (which is resumed)."""
+    if (out / "sweep.json").is_file() or (out / "summary.csv").is_file():
+        return out
+    return writable_folder(out)

@@ -20,6 +20,7 @@ import pandas as pd
 from goodput_sim import jsonio
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
+from goodput_sim.stats import bootstrap_mean_ci
 from goodput_sim.sweep import sweep
 
 SCHEDULERS = ("goodput", "throughput", "tiresias")
@@ -32,26 +33,6 @@ AGENTS: dict[str, tuple[str, dict]] = {
     "tail-weighted": ("tail-weighted", {}),
 }
 """Label -> (agent, parameters)."""
-
-
-def bootstrap_mean_ci(
-    values: np.ndarray, rng: np.random.Generator, resamples: int = 4000, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (rows resampled together when
-    ``values`` is 2-D: the statistic is then the ratio of column means, for paired ratios)."""
-    values = np.asarray(values, dtype=np.float64)
-    n = len(values)
-    if n < 2:
-        return float("nan"), float("nan")
-    picks = rng.integers(0, n, (resamples, n))
-    if values.ndim == 1:
-        stats = values[picks].mean(axis=1)
-    else:
-        sample = values[picks]  # (resamples, n, 2)
-        stats = sample[:, :, 0].mean(axis=1) / sample[:, :, 1].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(stats, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 @dataclass

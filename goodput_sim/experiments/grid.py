@@ -1,0 +1,235 @@
+"""Experiment files: one YAML that names a whole grid of runs, for ``goodput-sim sweep FILE``.
+
+::
+
+    name: pollux-load                 # default: the file's stem (also the default --out)
+    policies: [fifo, {policy: goodput, agent: fixed, params: {p: -1}}]
+    workloads: [../traces/workloads, {generate: {preset: default, jobs: 160}, name: generated}]
+    loads: [0.5, 1.0]                 # arrival rate against each workload's own
+    seeds: [0, 1]                     # resample generated workloads; seed randomised policies
+    clusters: [16x4, cluster-256x4.yaml]
+    intervals: [60]                   # seconds between rounds
+    profiles: ../traces/profiles      # default: the bundled profiles
+    settings: {restart_delay: 30}     # the rest of the engine settings
+
+Relative paths are read from the experiment file's folder. Every key is checked before any run
+starts; an error names the file and the key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from goodput_sim.api import check_policies
+from goodput_sim.cluster import ClusterSpec, parse_cluster
+from goodput_sim.engine import SimConfig
+from goodput_sim.errors import InputError
+from goodput_sim.safe_yaml import load_yaml
+from goodput_sim.sources import WorkloadSource, checked_generate
+
+KEYS = {"name", "policies", "workloads", "loads", "seeds", "clusters", "intervals", "profiles"}
+KEYS |= {"settings"}
+SETTINGS = {
+    "restart_delay": float,
+    "interference": float,
+    "horizon": float,
+    "oracle": bool,
+    "placement_order": str,
+    "max_wall": float,
+}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A parsed experiment file: the axes of its grid."""
+
+    name: str
+    policies: list[tuple[str, str | None, dict[str, Any]]]
+    workloads: list[WorkloadSource]
+    loads: list[float] = field(default_factory=lambda: [1.0])
+    seeds: list[int] = field(default_factory=lambda: [0])
+    clusters: list[ClusterSpec] = field(default_factory=lambda: [ClusterSpec()])
+    intervals: list[float] = field(default_factory=lambda: [60.0])
+    profiles: str | None = None
+    config: SimConfig = SimConfig()
+
+    @property
+    def runs(self) -> int:
+        axes = (self.policies, self.workloads, self.loads, self.seeds, self.clusters)
+        count = len(self.intervals)
+        for axis in axes:
+            count *= len(axis)
+        return count
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Parse and check an experiment file (one-line errors naming the file and key)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "experiment file not found")
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a mapping of experiment keys")
+    unknown = set(data) - KEYS
+    if unknown:
+        raise InputError(path, f"unknown key(s) {sorted(unknown)}; expected {sorted(KEYS)}")
+    for key in ("policies", "workloads"):
+        if key not in data:
+            raise InputError(path, "is required", f"key {key}")
+    here = path.parent
+    return Experiment(
+        name=_name(path, data.get("name", path.stem)),
+        policies=[_policy(path, k, e) for k, e in enumerate(_axis(path, data, "policies"))],
+        workloads=_workloads(path, here, _axis(path, data, "workloads")),
+        loads=[_number(path, "loads", v, positive=True) for v in _axis(path, data, "loads", [1.0])],
+        seeds=[_seed(path, v) for v in _axis(path, data, "seeds", [0])],
+        clusters=[_cluster(path, here, v) for v in _axis(path, data, "clusters", ["16x4"])],
+        intervals=[
+            _number(path, "intervals", v, positive=True)
+            for v in _axis(path, data, "intervals", [60.0])
+        ],
+        profiles=_profiles(path, here, data.get("profiles")),
+        config=_config(path, data.get("settings", {})),
+    )
+
+
+def _axis(path: Path, data: dict, key: str, default: list | None = None) -> list:
+    """A list-valued key: present and non-empty, or its default."""
+    if key not in data:
+        return list(default or [])
+    value = data[key]
+    if not isinstance(value, list):
+        raise InputError(path, f"must be a list, found {type(value).__name__}", f"key {key}")
+    if not value:
+        raise InputError(path, "is an empty axis: give at least one value", f"key {key}")
+    if len(value) != len({repr(v) for v in value}):
+        raise InputError(path, "lists a value twice", f"key {key}")
+    return value
+
+
+def _name(path: Path, value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or "/" in value:
+        raise InputError(path, f"must be a folder-safe name, found {value!r}", "key name")
+    return value.strip()
+
+
+def _policy(path: Path, k: int, entry: object) -> tuple[str, str | None, dict[str, Any]]:
+    """A policy name, or ``{policy, agent, params}``."""
+    where = f"key policies[{k}]"
+    if isinstance(entry, str):
+        return _checked(path, where, entry, None, {})
+    if not isinstance(entry, dict) or "policy" not in entry:
+        raise InputError(path, "expected a policy name or a mapping with policy", where)
+    unknown = set(entry) - {"policy", "agent", "params"}
+    if unknown:
+        raise InputError(path, f"unknown field(s) {sorted(unknown)}", where)
+    agent, params = entry.get("agent"), entry.get("params", {})
+    if not isinstance(entry["policy"], str) or (agent is not None and not isinstance(agent, str)):
+        raise InputError(path, "policy and agent must be names", where)
+    if not isinstance(params, dict):
+        raise InputError(path, "params must be a mapping", where)
+    return _checked(path, where, entry["policy"], agent, params)
+
+
+def _checked(path: Path, where: str, policy: str, agent: str | None, params: dict) -> tuple:
+    """The entry, once the policy, agent and parameters are known to exist and fit."""
+    try:
+        check_policies([policy], agent, params)
+    except InputError as error:
+        raise InputError(path, error.problem, where) from None
+    return policy, agent, params
+
+
+def _workloads(path: Path, here: Path, entries: list) -> list[WorkloadSource]:
+    """Files, folders of CSVs, or ``{generate: {...}, name: ...}`` entries."""
+    sources: list[WorkloadSource] = []
+    for k, entry in enumerate(entries):
+        where = f"key workloads[{k}]"
+        if isinstance(entry, str):
+            target = here / entry
+            if target.is_dir():
+                files = sorted(target.glob("*.csv"))
+                if not files:
+                    raise InputError(path, f"folder {target} holds no workload CSV", where)
+                sources += [WorkloadSource.file(f) for f in files]
+            elif target.is_file():
+                sources.append(WorkloadSource.file(target))
+            else:
+                raise InputError(path, f"no workload file or folder at {target}", where)
+        elif isinstance(entry, dict) and "generate" in entry:
+            unknown = set(entry) - {"generate", "name"}
+            if unknown:
+                raise InputError(path, f"unknown field(s) {sorted(unknown)}", where)
+            settings = entry["generate"]
+            if isinstance(settings, dict) and isinstance(settings.get("stats"), str):
+                settings = {**settings, "stats": str(here / settings["stats"])}
+            name = _name(path, entry.get("name", "generated"))
+            sources.append(WorkloadSource(name, None, checked_generate(settings, path, where)))
+        else:
+            raise InputError(path, "expected a path or a mapping with generate", where)
+    names = [s.name for s in sources]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(path, f"workload name(s) {twice} appear twice", "key workloads")
+    return sources
+
+
+def _number(path: Path, key: str, value: object, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(path, f"expected numbers, found {value!r}", f"key {key}")
+    if positive and not value > 0:
+        raise InputError(path, f"expected positive numbers, found {value!r}", f"key {key}")
+    return float(value)
+
+
+def _seed(path: Path, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(path, f"expected non-negative integers, found {value!r}", "key seeds")
+    return value
+
+
+def _cluster(path: Path, here: Path, value: object) -> ClusterSpec:
+    if not isinstance(value, str):
+        raise InputError(
+            path, f"expected NODESxGPUS or a YAML file, found {value!r}", "key clusters"
+        )
+    local = here / value
+    return parse_cluster(local if local.is_file() else value)
+
+
+def _profiles(path: Path, here: Path, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not (here / value).exists():
+        raise InputError(path, f"no profiles at {value!r}", "key profiles")
+    return str(here / value)
+
+
+def _config(path: Path, settings: object) -> SimConfig:
+    """The engine settings other than the interval (an axis of its own)."""
+    if not isinstance(settings, dict):
+        raise InputError(path, "must be a mapping", "key settings")
+    unknown = set(settings) - set(SETTINGS)
+    if unknown:
+        raise InputError(
+            path,
+            f"unknown setting(s) {sorted(unknown)}; expected {sorted(SETTINGS)}",
+            "key settings",
+        )
+    values = {}
+    for key, value in settings.items():
+        kind = SETTINGS[key]
+        where = f"key settings.{key}"
+        if value is None and key in ("horizon", "max_wall"):
+            values[key] = None
+        elif kind is float:
+            values[key] = _number(path, f"settings.{key}", value)
+        elif not isinstance(value, kind):
+            raise InputError(path, f"must be a {kind.__name__}, found {value!r}", where)
+        else:
+            values[key] = value
+    try:
+        return SimConfig(**values)
+    except (ValueError, InputError) as error:
+        raise InputError(path, str(error), "key settings") from None
