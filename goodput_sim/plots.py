@@ -1,5 +1,6 @@
-"""Figures: JCT CDFs, an average-JCT bar chart, the batch-rules comparison and the seeds'
-batch-size curves.
+"""Figures: JCT CDFs, average-JCT bars with intervals, JCT against load, JCT by application,
+utilisation and queue over time, allocation timelines, per-job GPUs and batch, the batch-rules
+comparison and the seeds' batch-size curves. Every axis names its unit.
 
 Figures are built as :class:`matplotlib.figure.Figure` objects, without pyplot, so importing this
 module sets no backend: files are written by the figure's own canvas, and a notebook shows the
@@ -8,6 +9,8 @@ returned figure inline (:class:`DisplayFigure` renders itself as PNG for IPython
 from __future__ import annotations
 
 import io
+import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -39,39 +42,119 @@ def _save(fig: Figure, path: Path | None) -> Figure:
     return fig
 
 
-def jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: Path | None = None) -> Figure:
-    """Empirical CDF of job completion time (hours, log scale) per policy."""
+def svg_text(fig: Figure) -> str:
+    """The figure as an inline ``<svg>`` element (no XML prologue; no date, so reproducible)."""
+    from matplotlib import rc_context
+
+    buffer = io.StringIO()
+    with rc_context({"svg.hashsalt": "goodput-sim"}):  # element ids from content alone
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
+    return text[text.index("<svg") :]
+
+
+def save_figure(fig: Figure, path: Path) -> None:
+    """Write a figure as PNG or SVG (by suffix), without the metadata that changes per run."""
+    metadata = {"Software": None} if path.suffix.lower() == ".png" else {"Date": None}
+    fig.savefig(path, dpi=120, metadata=metadata)
+
+
+def _titled(ax, title: str, caption: str) -> None:
+    """``title: caption``, wrapped to the width of a figure."""
+    text = f"{title}: {caption}" if caption else title
+    ax.set_title("\n".join(textwrap.wrap(text, 80)), fontsize="medium")
+
+
+def jct_cdf(
+    jobs_by_policy: dict[str, pd.DataFrame], path: Path | None = None, caption: str = ""
+) -> Figure:
+    """Empirical CDF of job completion time (hours, log scale) per policy, over all jobs: a
+    policy that left jobs unfinished stops below 1, marked with a cross and counted in the
+    legend, rather than dropping them silently."""
     fig = new_figure()
     ax = fig.subplots()
-    for name, jobs in jobs_by_policy.items():
-        jct = np.sort(jobs.loc[jobs["finished"], "jct"].to_numpy(dtype=float)) / 3600.0
+    for k, (name, jobs) in enumerate(jobs_by_policy.items()):
+        finished = jobs["finished"].astype(bool)
+        jct = np.sort(jobs.loc[finished, "jct"].to_numpy(dtype=float)) / 3600.0
+        unfinished = int((~finished).sum())
+        label = name + (f" ({unfinished} unfinished)" if unfinished else "")
+        color = PALETTE[k % len(PALETTE)]
         if jct.size:
-            ax.step(jct, np.arange(1, jct.size + 1) / len(jobs), where="post", label=name)
+            ax.step(
+                jct, np.arange(1, jct.size + 1) / len(jobs), where="post", label=label, color=color
+            )
+            if unfinished:
+                ax.plot(jct[-1], jct.size / len(jobs), marker="x", markersize=9, color=color)
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (hours)")
     ax.set_ylabel("fraction of jobs")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.02)
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower right")
-    ax.set_title("JCT CDF")
+        ax.legend(loc="lower right", fontsize="small")
+    _titled(ax, "JCT CDF", caption)
     return _save(fig, path)
 
 
-def avg_jct_bars(summaries: dict[str, dict], path: Path | None = None) -> Figure:
-    """Average JCT per policy (hours), annotated."""
+def avg_jct_bars(
+    summaries: dict[str, dict],
+    path: Path | None = None,
+    caption: str = "",
+    intervals: dict[str, tuple[float, float]] | None = None,
+) -> Figure:
+    """Average JCT per policy (hours), annotated, with 95% confidence intervals (seconds, per
+    policy) when given."""
     names = list(summaries)
-    values = [summaries[n]["avg_jct"] / 3600.0 for n in names]
+    values = np.array([summaries[n]["avg_jct"] for n in names], dtype=float) / 3600.0
+    errors = None
+    if intervals:
+        bounds = np.array([intervals.get(n, (np.nan, np.nan)) for n in names], dtype=float) / 3600
+        errors = np.nan_to_num(np.abs(np.stack([values - bounds[:, 0], bounds[:, 1] - values])))
     fig = new_figure()
     ax = fig.subplots()
-    bars = ax.bar(names, values, color=["C0" if n == "goodput" else "C7" for n in names])
+    colors = [PALETTE[0] if n == "goodput" else "#999999" for n in names]
+    bars = ax.bar(names, values, color=colors, yerr=errors, capsize=4)
     for bar, value in zip(bars, values, strict=True):
         ax.annotate(
-            f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom"
+            f"{value:.2f}",
+            (bar.get_x() + bar.get_width() / 2, value),
+            ha="left",
+            va="bottom",
+            xytext=(3, 0),
+            textcoords="offset points",
+            fontsize="small",
         )
     ax.set_ylabel("average JCT (hours)")
-    ax.set_title("Average job completion time")
+    ax.set_xlabel("policy")
+    ci = ", 95% bootstrap CI" if intervals else ""
+    _titled(ax, f"Average job completion time{ci}", caption)
     return _save(fig, path)
+
+
+def jct_against_load(table: pd.DataFrame, caption: str = "") -> Figure:
+    """Mean average JCT (hours) against load, one line per policy with its 95% interval (the
+    ``report`` table: columns load, policy, avg_jct_s, ci_low_s, ci_high_s)."""
+    fig = new_figure(7.0, 4.4)
+    ax = fig.subplots()
+    for k, (name, part) in enumerate(table.groupby("policy", sort=False)):
+        part = part.sort_values("load")
+        color = PALETTE[k % len(PALETTE)]
+        ax.plot(part["load"], part["avg_jct_s"] / 3600, marker="o", label=name, color=color)
+        ax.fill_between(
+            part["load"],
+            part["ci_low_s"] / 3600,
+            part["ci_high_s"] / 3600,
+            color=color,
+            alpha=0.18,
+            linewidth=0,
+        )
+    ax.set_xlabel("load (arrival rate relative to 1.0x)")
+    ax.set_ylabel("average JCT (hours)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    _titled(ax, "Average JCT against load, 95% bootstrap CI", caption)
+    return _save(fig, None)
 
 
 def batch_rules_figure(
@@ -121,13 +204,17 @@ def critical_batch_figure(trajectories, path: Path | None = None) -> Figure:
     return _save(fig, path)
 
 
-def _caption(manifests: dict[str, dict]) -> str:
+def caption_of(manifests: dict[str, dict]) -> str:
     """Workload, cluster and policies of saved runs, for a figure's title."""
     first = next(iter(manifests.values()))
     workload = Path(str(first.get("inputs", {}).get("workload") or "?")).stem
-    cluster = first.get("cluster", {})
-    shape = f"{cluster.get('nodes', '?')}x{cluster.get('gpus_per_node', '?')}"
-    return f"{workload}, {shape} GPUs, {', '.join(manifests)}"
+    source = first.get("workload_source") or {}
+    if source.get("kind") == "file":
+        workload = Path(source["path"]).stem
+    load = source.get("load", 1.0)
+    groups = first.get("cluster", {}).get("groups") or [{}]
+    shape = "+".join(f"{g.get('nodes', '?')}x{g.get('gpus_per_node', '?')}" for g in groups)
+    return f"{workload} at load {load:g}, {shape} GPUs, {', '.join(manifests)}"
 
 
 def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "") -> Figure:
@@ -143,7 +230,7 @@ def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "
         ax.bar(x, means.to_numpy(dtype=float), width, label=name, color=PALETTE[k % len(PALETTE)])
     ax.set_xticks(np.arange(len(apps)), apps)
     ax.set_ylabel("average JCT of finished jobs (hours)")
-    ax.set_title(f"JCT by application: {caption}" if caption else "JCT by application")
+    _titled(ax, "JCT by application", caption)
     ax.legend(fontsize="small")
     return _save(fig, None)
 
@@ -164,7 +251,7 @@ def utilization_over_time(
     top.legend(fontsize="small")
     bottom.set_ylabel("queued jobs")
     bottom.set_xlabel("time (hours)")
-    top.set_title(f"Utilisation and queue: {caption}" if caption else "Utilisation and queue")
+    _titled(top, "Utilisation and queue", caption)
     return _save(fig, None)
 
 
@@ -177,9 +264,7 @@ def allocation_timeline(rounds: pd.DataFrame, policy: str, caption: str = "") ->
     times = rounds["time"].to_numpy(dtype=float)
     for i, text in enumerate(rounds["allocations"].fillna("")):
         end = times[i + 1] if i + 1 < len(times) else times[i] + 60.0
-        for entry in filter(None, str(text).split(";")):
-            name, rest = entry.split("=")
-            gpus = sum(int(g) for g in rest.split("@")[0].split("."))
+        for name, (gpus, _) in parse_allocations(text).items():
             lane = names.setdefault(name, len(names))
             segments.append((lane, times[i] / 3600, (end - times[i]) / 3600, gpus))
     fig = new_figure(9.0, max(3.0, min(12.0, 0.04 * len(names) + 2)))
@@ -191,6 +276,40 @@ def allocation_timeline(rounds: pd.DataFrame, policy: str, caption: str = "") ->
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("job (in order of first allocation)")
     ax.set_ylim(-1, max(len(names), 1))
-    label = f"{policy}: {caption}" if caption else policy
-    ax.set_title(f"GPUs per job over time ({label}); darker = fewer GPUs, max {most}")
+    _titled(ax, f"GPUs per job over time, {policy} (darker = fewer GPUs, max {most})", caption)
+    return _save(fig, None)
+
+
+def parse_allocations(text: str) -> dict[str, tuple[int, int]]:
+    """``rounds.csv`` allocations (``name=GPUs.per.node@batch;...``) as name -> (GPUs, batch)."""
+    out = {}
+    for entry in filter(None, str(text).split(";")):
+        name, rest = entry.split("=")
+        gpus, _, batch = rest.partition("@")
+        out[name] = (sum(int(g) for g in gpus.split(".")), int(float(batch)) if batch else 0)
+    return out
+
+
+def job_traces(rounds: pd.DataFrame, names: list[str], caption: str = "") -> Figure:
+    """GPUs and total batch size over time for the chosen jobs (zero while a job waits)."""
+    times = rounds["time"].to_numpy(dtype=float) / 3600
+    parsed = [parse_allocations(t) for t in rounds["allocations"].fillna("")]
+    fig = new_figure(8.0, 5.0)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for k, name in enumerate(names):
+        gpus = np.array([p.get(name, (0, 0))[0] for p in parsed], dtype=float)
+        batch = np.array([p.get(name, (0, np.nan))[1] for p in parsed], dtype=float)
+        batch[gpus == 0] = np.nan
+        held = np.flatnonzero(gpus)
+        if held.size:  # from its first allocation to its last
+            span = slice(held[0], held[-1] + 2)
+            color = PALETTE[k % len(PALETTE)]
+            top.step(times[span], gpus[span], where="post", label=name, color=color)
+            bottom.step(times[span], batch[span], where="post", color=color)
+    top.set_ylabel("GPUs")
+    top.legend(fontsize="small")
+    bottom.set_ylabel("total batch size (examples)")
+    bottom.set_yscale("log")
+    bottom.set_xlabel("time (hours)")
+    _titled(top, "GPUs and batch size over time", caption)
     return _save(fig, None)

@@ -182,7 +182,7 @@ def run_grid(
 ) -> pd.DataFrame:
     """The grid of (policy, agent, params) ``entries`` over every workload, load, cluster,
     interval and seed, in that order: each run not already in ``out`` is done."""
-    out = Path(out)
+    out, seeds = Path(out), list(seeds)
     config = config or SimConfig()
     for policy, entry_agent, entry_params in entries:
         check_policies([policy], entry_agent, entry_params)
@@ -204,7 +204,20 @@ def run_grid(
             sources, loads, specs, intervals, keyed, seeds
         )
     ]
-    _write_sweep_record(out)
+    grid = {
+        "policies": [{"policy": p, "agent": a, "params": dict(q)} for p, a, q in keyed],
+        "workloads": [
+            {"name": w.name, "path": str(w.path) if w.path else None, "generate": dict(w.generate)}
+            for w in sources
+        ],
+        "loads": list(loads),
+        "seeds": list(seeds),
+        "clusters": [spec.describe() for spec in specs],
+        "intervals": list(intervals),
+        "config": dataclasses.asdict(config),
+        "profiles": str(default_profiles_path(profiles)),
+    }
+    _write_sweep_record(out, grid)
     rows = {t: row for t in tasks if (row := _finished_row(t.folder(out))) is not None}
     todo = [t for t in tasks if t not in rows]
     bar = progress_bar(progress, len(tasks), "runs", "run")
@@ -314,9 +327,9 @@ def _on_dask(scheduler, todo, profiles, config, out, bar, rows, workers) -> None
             local.close()
 
 
-def _write_sweep_record(out: Path) -> None:
-    """``sweep.json``: marks ``out`` as a sweep's folder (so it may be resumed) and states the
-    units of ``summary.csv``."""
+def _write_sweep_record(out: Path, grid: dict) -> None:
+    """``sweep.json``: marks ``out`` as a sweep's folder (so it may be resumed), describes the
+    grid last run into it and states the units of ``summary.csv``."""
     out.mkdir(parents=True, exist_ok=True)
     units = {
         "load": "arrival rate relative to the workload's own (1.0 = as given)",
@@ -324,5 +337,5 @@ def _write_sweep_record(out: Path) -> None:
         "interval": "s between scheduling rounds",
         **manifest_units()["summary"],
     }
-    record = {"kind": "sweep", "units": {"summary.csv": units}}
+    record = {"kind": "sweep", "grid": grid, "units": {"summary.csv": units}}
     (out / "sweep.json").write_text(jsonio.dumps(record) + "\n")

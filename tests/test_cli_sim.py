@@ -496,7 +496,7 @@ def test_manifest_states_the_unit_of_every_column(small_csv, tmp_path):
     assert set(summary) <= set(units["summary"])
 
 
-@pytest.mark.parametrize("kind", ["cdf", "bars", "apps", "utilization"])
+@pytest.mark.parametrize("kind", ["cdf", "bars", "apps", "utilization", "timeline", "jobs"])
 def test_plot_redraws_figures_from_saved_results_alone(kind, small_csv, tmp_path, monkeypatch):
     out = tmp_path / "cmp"
     result = invoke("compare", "--policies", "fifo,goodput", "--workload", small_csv, "--out", out)
@@ -507,15 +507,15 @@ def test_plot_redraws_figures_from_saved_results_alone(kind, small_csv, tmp_path
         raise AssertionError("plot must not simulate")
 
     monkeypatch.setattr(api, "run", no_runs)
-    drawn = invoke("plot", out, "--kind", kind, "-o", tmp_path / f"{kind}.svg")
+    extra = ("--policy", "goodput", "--jobs", "cifar10-1") if kind == "jobs" else ()
+    drawn = invoke("plot", out, "--kind", kind, *extra, "-o", tmp_path / f"{kind}.svg")
     assert drawn.exit_code == 0, drawn.output
     text = (tmp_path / f"{kind}.svg").read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
-    from goodput_sim.cli.plot_cmd import _runs
-    from goodput_sim.plots import _caption
+    from goodput_sim.report import load_results
 
-    manifests = {n: json.loads((f / "manifest.json").read_text()) for n, f in _runs(out).items()}
-    assert _caption(manifests) == "small, 16x4 GPUs, fifo, goodput"  # workload, cluster, policies
+    caption = load_results(out).caption()
+    assert caption == "small at load 1, 16x4 GPUs, fifo, goodput"  # workload, cluster, policies
 
 
 def test_plot_timeline_and_errors(small_csv, tmp_path):
@@ -527,7 +527,7 @@ def test_plot_timeline_and_errors(small_csv, tmp_path):
     assert drawn.exit_code == 0 and (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "holds no run results" in _one_line_error(invoke("plot", empty))
+    assert "holds no results" in _one_line_error(invoke("plot", empty))
     assert "expected a .png or .svg" in _one_line_error(
         invoke("plot", out, "-o", tmp_path / "x.gif")
     )

@@ -57,6 +57,7 @@ def _register() -> None:
         experiment_cmd,
         plot_cmd,
         profiles_cmd,
+        report_cmd,
         sim_cmd,
         toy_cmd,
         workload_cmd,

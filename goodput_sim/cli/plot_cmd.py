@@ -2,41 +2,28 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 
-KINDS = ("cdf", "bars", "apps", "utilization", "timeline")
-
-
-def _runs(results: Path) -> dict[str, Path]:
-    """Policy -> run folder, for a run folder or a compare folder of them."""
-    if (results / "manifest.json").is_file():
-        folders = [results]
-    else:
-        folders = sorted(p.parent for p in results.glob("*/manifest.json"))
-    if not folders:
-        raise InputError(results, "holds no run results (no manifest.json in it or below it)")
-    runs = {}
-    for folder in folders:
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text())
-            runs[manifest["policy"]["name"]] = folder
-        except (OSError, ValueError, KeyError, TypeError):
-            raise InputError(
-                folder / "manifest.json", "is not a readable results manifest"
-            ) from None
-    return runs
+RUN_KINDS = ("cdf", "bars", "apps", "utilization", "timeline", "jobs")
+SWEEP_KINDS = ("load", "bars")
 
 
 @main.command("plot")
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option("--kind", type=click.Choice(KINDS), default="cdf", show_default=True)
+@click.option(
+    "--kind",
+    type=click.Choice(sorted({*RUN_KINDS, *SWEEP_KINDS})),
+    default=None,
+    help="cdf, bars (with 95% CIs), apps, utilization, timeline or jobs for a run or comparison; "
+    "load or bars for a sweep [default: cdf, or load for a sweep].",
+)
+@click.option("--policy", default=None, help="The policy a timeline or jobs figure draws.")
+@click.option("--jobs", default=None, help="Comma-separated job names for --kind jobs.")
 @click.option(
     "-o",
     "--output",
@@ -44,39 +31,52 @@ def _runs(results: Path) -> dict[str, Path]:
     default=None,
     help="PNG or SVG file (default: RESULTS/<kind>.png).",
 )
-def plot_cmd(results: Path, kind: str, output: Path | None) -> None:
-    """Redraw a figure from a run or compare results folder, without rerunning anything."""
+def plot_cmd(
+    results: Path, kind: str | None, policy: str | None, jobs: str | None, output: Path | None
+) -> None:
+    """Redraw a figure from a run, comparison or sweep results folder, without rerunning."""
     from goodput_sim import plots
+    from goodput_sim.report import load_results, policy_table
 
-    runs = _runs(results)
-    manifests = {n: json.loads((f / "manifest.json").read_text()) for n, f in runs.items()}
-    caption = plots._caption(manifests)
+    data = load_results(results)
+    kind = kind or ("load" if data.kind == "sweep" else "cdf")
+    allowed = SWEEP_KINDS if data.kind == "sweep" else RUN_KINDS
+    if kind not in allowed:
+        raise InputError("--kind", f"{kind} does not apply to a {data.kind}; use {allowed}")
     output = output or results / f"{kind}.png"
     if output.suffix.lower() not in (".png", ".svg"):
         raise InputError("--output", f"expected a .png or .svg file, got {output.name!r}")
-    jobs = {n: pd.read_csv(f / "jobs.csv") for n, f in runs.items()}
-    if kind == "cdf":
-        fig = plots.jct_cdf(jobs)
-        fig.axes[0].set_title(f"JCT CDF: {caption}")
+    caption = data.caption()
+    table = policy_table(data)
+    if kind == "load":
+        fig = plots.jct_against_load(table, caption)
     elif kind == "bars":
-        summaries = {n: m["summary"] for n, m in manifests.items()}
-        for summary in summaries.values():
-            summary["avg_jct"] = (
-                summary["avg_jct"] if summary["avg_jct"] is not None else float("nan")
-            )
-        fig = plots.avg_jct_bars(summaries)
-        fig.axes[0].set_title(f"Average JCT: {caption}")
+        summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in table.itertuples()}
+        intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
+        if table["load"].nunique() > 1:
+            raise InputError("--kind", "bars draws one load; the sweep has several: use load")
+        fig = plots.avg_jct_bars(summaries, caption=caption, intervals=intervals)
+    elif kind == "cdf":
+        fig = plots.jct_cdf(data.jobs, caption=caption)
     elif kind == "apps":
-        fig = plots.jct_by_application(jobs, caption)
+        fig = plots.jct_by_application(data.jobs, caption)
     else:
-        rounds = {n: pd.read_csv(f / "rounds.csv", keep_default_na=False) for n, f in runs.items()}
+        if not data.rounds:
+            raise InputError(results, "has no rounds.csv to draw over time")
         if kind == "utilization":
-            total = next(iter(manifests.values()))["cluster"]["total_gpus"]
-            fig = plots.utilization_over_time(rounds, total, caption)
+            total = next(iter(data.manifests.values()))["cluster"]["total_gpus"]
+            fig = plots.utilization_over_time(data.rounds, total, caption)
         else:
-            if len(rounds) != 1:
-                raise InputError("--kind", "timeline draws one run; give a run folder")
-            ((policy, table),) = rounds.items()
-            fig = plots.allocation_timeline(table, policy, caption)
-    fig.savefig(output, dpi=120, metadata={"Software": None} if output.suffix == ".png" else None)
+            name = policy or next(iter(data.rounds))
+            if name not in data.rounds:
+                raise InputError("--policy", f"no results of {name!r}; found {sorted(data.rounds)}")
+            if kind == "timeline":
+                fig = plots.allocation_timeline(data.rounds[name], name, caption)
+            else:
+                chosen = [j.strip() for j in (jobs or "").split(",") if j.strip()]
+                unknown = sorted(set(chosen) - set(data.jobs[name]["name"]))
+                if not chosen or unknown:
+                    raise InputError("--jobs", f"name jobs of the run (unknown: {unknown})")
+                fig = plots.job_traces(data.rounds[name], chosen, f"{name}, {caption}")
+    plots.save_figure(fig, output)
     click.echo(f"wrote {output}")

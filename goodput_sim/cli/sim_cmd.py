@@ -260,9 +260,15 @@ def write_comparison(
         write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary, params=params)
     (out / "summary.json").write_text(jsonio.dumps(comparison.as_json()) + "\n")
     comparison.summary.rename_axis("policy").to_csv(out / "summary.csv", float_format="%.6f")
+    from goodput_sim.report import load_results, policy_table
+
+    saved = load_results(out)
+    caption = saved.caption()
+    table = policy_table(saved)
+    intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
     jobs = {name: r.jobs for name, r in comparison.results.items()}
-    jct_cdf(jobs, out / "jct_cdf.png")
-    avg_jct_bars(summaries, out / "avg_jct.png")
+    jct_cdf(jobs, out / "jct_cdf.png", caption)
+    avg_jct_bars(summaries, out / "avg_jct.png", caption, intervals)
 
 
 def _compare_and_report(

@@ -1,0 +1,208 @@
+"""One self-contained HTML report of saved results (``goodput-sim report DIR -o report.html``):
+tables, the claim check, inline SVG figures and the manifests, in a single file that opens
+offline. A few lines of script count, once the page has loaded, the figures and tables the
+browser drew and any resource that failed, and show the count at the foot of the page."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from goodput_sim import __version__, plots
+from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
+from goodput_sim.report import Results, claim_note, claim_table, policy_table
+
+_STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: 0.6em 0; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.7em; text-align: right; }
+th:first-child, td:first-child, td.text { text-align: left; }
+figure { margin: 1.2em 0; } figure svg { max-width: 100%; height: auto; }
+figcaption { color: #555; font-size: 0.9em; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
+#self-check { color: #555; font-size: 0.85em; margin-top: 2em; }
+"""
+
+_SCRIPT_HEAD = """
+window.reportErrors = 0;
+window.addEventListener("error", function () { window.reportErrors += 1; }, true);
+"""
+
+_SCRIPT_FOOT = """
+window.addEventListener("load", function () {
+  var figures = Array.prototype.slice.call(document.querySelectorAll("figure svg"));
+  var drawn = figures.filter(function (svg) {
+    var box = svg.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && svg.querySelector("path, use, rect") !== null;
+  });
+  var tables = Array.prototype.slice.call(document.querySelectorAll("table"));
+  var shown = tables.filter(function (t) {
+    return t.rows.length > 1 && t.getBoundingClientRect().height > 0;
+  });
+  var body = document.body.dataset;
+  body.figures = figures.length; body.figuresRendered = drawn.length;
+  body.tables = tables.length; body.tablesRendered = shown.length;
+  body.loadErrors = window.reportErrors;
+  document.getElementById("self-check").textContent = "Rendered " + drawn.length + " of " +
+    figures.length + " figures and " + shown.length + " of " + tables.length + " tables; " +
+    window.reportErrors + " resources failed to load.";
+});
+"""
+
+
+def write_html(results: Results, path: Path, jobs: list[str] | None = None) -> Path:
+    """Write the report of ``results`` to ``path`` (``jobs``: whose GPUs and batch to trace in
+    a comparison; default the three longest jobs of goodput or the first policy)."""
+    caption = results.caption()
+    parts = [
+        f"<h1>goodput-sim report: {html.escape(results.folder.name)}</h1>",
+        f"<p>{html.escape(caption)}. goodput-sim {__version__}. Times in hours unless said.</p>",
+        "<h2>Average JCT per policy</h2>",
+        _policy_html(results),
+        "<h2>Claim check</h2>",
+        _claim_html(results),
+        "<h2>Figures</h2>",
+        *(_figure(fig, text) for fig, text in _figures(results, caption, jobs)),
+        "<h2>Manifest</h2>",
+        _manifest_html(results),
+        '<p id="self-check">Rendering check runs when the page has loaded.</p>',
+    ]
+    page = (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>goodput-sim report: {html.escape(results.folder.name)}</title>"
+        f"<style>{_STYLE}</style><script>{_SCRIPT_HEAD}</script></head>\n<body>\n"
+        + "\n".join(parts)
+        + f"\n<script>{_SCRIPT_FOOT}</script>\n</body></html>\n"
+    )
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _table(frame: pd.DataFrame, text_columns: tuple[str, ...] = ()) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for values in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, values, strict=True):
+            css = ' class="text"' if column in text_columns else ""
+            cells.append(f"<td{css}>{html.escape(str(value))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _hours(seconds: float) -> str:
+    return "-" if pd.isna(seconds) else f"{seconds / 3600:.2f}"
+
+
+def _policy_html(results: Results) -> str:
+    table = policy_table(results)
+    over = "runs (workloads x seeds)" if results.kind == "sweep" else "jobs"
+    shown = pd.DataFrame(
+        {
+            "load": table["load"].map("{:g}".format),
+            "policy": table["policy"],
+            "runs": table["runs"],
+            "avg JCT (h)": table["avg_jct_s"].map(_hours),
+            "95% CI (h)": [
+                f"{_hours(lo)} - {_hours(hi)}"
+                for lo, hi in zip(table["ci_low_s"], table["ci_high_s"], strict=True)
+            ],
+            "p95 JCT (h)": table["p95_jct_s"].map(_hours),
+            "makespan (h)": table["makespan_s"].map(_hours),
+            "GPU utilisation": table["gpu_utilization"].map("{:.1%}".format),
+            "unfinished jobs": table["unfinished"],
+        }
+    )
+    note = f"<p>Means over {over}; 95% percentile-bootstrap intervals over the same.</p>"
+    return note + _table(shown, ("policy",))
+
+
+def _claim_html(results: Results) -> str:
+    note = claim_note(results)
+    if note:
+        return f"<p>{html.escape(note)}</p>"
+    low, high = PAPER_CLAIM
+    claim = claim_table(results)
+    shown = pd.DataFrame(
+        {
+            "load": claim["load"].map("{:g}".format),
+            f"{REFERENCE_POLICY} vs": claim["baseline"],
+            "pairs": claim["pairs"],
+            "avg-JCT reduction": claim["reduction"].map("{:.1%}".format),
+            "95% CI": [
+                f"{a:.1%} - {b:.1%}" for a, b in zip(claim["ci_low"], claim["ci_high"], strict=True)
+            ],
+            "against the paper": claim["verdict"],
+        }
+    )
+    return (
+        f"<p>Goodput's reduction of average JCT against each baseline (never against its own "
+        f"variants), paired on the same runs or jobs; the Pollux paper reports "
+        f"{low:.0%}-{high:.0%}.</p>"
+        + _table(shown, (f"{REFERENCE_POLICY} vs", "against the paper"))
+    )
+
+
+def _figures(results: Results, caption: str, jobs: list[str] | None):
+    """(figure, caption) pairs for the results' kind."""
+    table = policy_table(results)
+    if results.kind == "sweep":
+        if table["load"].nunique() > 1:
+            yield plots.jct_against_load(table, caption), "Mean average JCT against load."
+        for load, part in table.groupby("load"):
+            summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in part.itertuples()}
+            intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in part.itertuples()}
+            fig = plots.avg_jct_bars(summaries, caption=f"load {load:g}", intervals=intervals)
+            yield fig, f"Average JCT per policy at load {load:g}, 95% CI over runs."
+        return
+    summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in table.itertuples()}
+    intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
+    yield plots.jct_cdf(results.jobs, caption=caption), "JCT CDF over all jobs."
+    yield (
+        plots.avg_jct_bars(summaries, caption=caption, intervals=intervals),
+        "Average JCT per policy, 95% bootstrap CI over jobs.",
+    )
+    yield plots.jct_by_application(results.jobs, caption), "Average JCT by application."
+    if results.rounds:
+        total = next(iter(results.manifests.values()))["cluster"]["total_gpus"]
+        yield (
+            plots.utilization_over_time(results.rounds, total, caption),
+            "GPU utilisation and queue length over time.",
+        )
+        focus = (
+            REFERENCE_POLICY if REFERENCE_POLICY in results.rounds else next(iter(results.rounds))
+        )
+        rounds = results.rounds[focus]
+        yield plots.allocation_timeline(rounds, focus, caption), f"Allocation timeline of {focus}."
+        chosen = jobs or _longest(results.jobs[focus])
+        yield (
+            plots.job_traces(rounds, chosen, f"{focus}, {caption}"),
+            f"GPUs and batch size over time of {', '.join(chosen)} under {focus}.",
+        )
+
+
+def _longest(jobs: pd.DataFrame, count: int = 3) -> list[str]:
+    """The jobs that spent the longest in the cluster (arrival to finish or last round)."""
+    done = jobs[jobs["finished"].astype(bool)]
+    return list(done.sort_values("jct", ascending=False)["name"].head(count))
+
+
+def _figure(fig, text: str) -> str:
+    return f"<figure>{plots.svg_text(fig)}<figcaption>{html.escape(text)}</figcaption></figure>"
+
+
+def _manifest_html(results: Results) -> str:
+    if results.kind == "sweep":
+        record = results.folder / "sweep.json"
+        blocks = {"sweep.json": json.loads(record.read_text()) if record.is_file() else {}}
+    else:
+        blocks = {f"{name}/manifest.json": m for name, m in results.manifests.items()}
+    return "\n".join(
+        f"<details><summary>{html.escape(name)}</summary>"
+        f"<pre>{html.escape(json.dumps(data, indent=2, sort_keys=True))}</pre></details>"
+        for name, data in blocks.items()
+    )

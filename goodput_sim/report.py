@@ -1,0 +1,278 @@
+"""Statistics from saved results, with uncertainty: ``goodput-sim report`` and ``plot``.
+
+A results folder is a sweep (``summary.csv`` with one row per run, any number of workloads,
+loads and seeds), a comparison (one run folder per policy on one workload) or one run. Per load
+level, each policy's mean average JCT carries a 95% percentile-bootstrap interval: across the
+(workload, seed, cluster, interval) runs of a sweep, or across the jobs of a comparison. The
+claim check pairs goodput with each baseline on the same runs (or jobs) and bootstraps the
+reduction ``1 - mean(goodput) / mean(baseline)`` beside the Pollux paper's 37-50%. Baselines are
+the policies that are not goodput or one of its own variants (``api.baselines``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from goodput_sim.api import baselines
+from goodput_sim.errors import InputError
+from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
+from goodput_sim.stats import bootstrap_mean_ci, reduction_ci
+
+UNIT_COLUMNS = ("workload", "seed", "cluster", "interval")
+"""What makes two runs of a sweep the same experiment for different policies."""
+
+
+@dataclass
+class Results:
+    """Saved results, read back: per-run rows, and for comparisons each policy's tables."""
+
+    folder: Path
+    kind: str  # "sweep" or "comparison"
+    runs: pd.DataFrame  # one row per run: label, load, the unit columns and summary statistics
+    jobs: dict[str, pd.DataFrame] = field(default_factory=dict)  # comparison: label -> jobs.csv
+    rounds: dict[str, pd.DataFrame] = field(default_factory=dict)
+    manifests: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str]:
+        return list(dict.fromkeys(self.runs["label"]))
+
+    def caption(self) -> str:
+        """Workloads, loads, cluster(s) and policies, for figure titles."""
+        if self.kind == "comparison":
+            from goodput_sim.plots import caption_of
+
+            return caption_of(self.manifests)
+        workloads = sorted(set(self.runs["workload"]))
+        names = workloads if len(workloads) <= 3 else [f"{len(workloads)} workloads"]
+        seeds = self.runs["seed"].nunique()
+        loads = "/".join(f"{x:g}" for x in sorted(set(self.runs["load"])))
+        clusters = "/".join(sorted(set(self.runs["cluster"].astype(str))))
+        return (
+            f"{', '.join(names)} x {seeds} seed(s), load {loads}, {clusters} GPUs, "
+            f"{', '.join(self.labels)}"
+        )
+
+
+def load_results(folder: str | Path) -> Results:
+    """Read a sweep, comparison or run folder (one-line error if it is none of them)."""
+    folder = Path(folder)
+    summary = folder / "summary.csv"
+    if (folder / "sweep.json").is_file() or (
+        summary.is_file() and not any(folder.glob("*/manifest.json"))
+    ):
+        return _sweep(folder)
+    return _comparison(folder)
+
+
+def _sweep(folder: Path) -> Results:
+    try:
+        runs = pd.read_csv(folder / "summary.csv", keep_default_na=False, na_values=[""])
+    except (OSError, ValueError, pd.errors.EmptyDataError):
+        raise InputError(folder / "summary.csv", "is not a readable sweep summary") from None
+    missing = {"workload", "policy", "seed", "avg_jct"} - set(runs.columns)
+    if missing:
+        raise InputError(folder / "summary.csv", f"lacks column(s) {sorted(missing)}")
+    if runs.empty:
+        raise InputError(folder / "summary.csv", "holds no finished run yet")
+    for column, default in (("load", 1.0), ("cluster", "16x4"), ("interval", 60.0)):
+        if column not in runs:
+            runs[column] = default
+    runs["label"] = _labels(runs)
+    return Results(folder, "sweep", runs)
+
+
+def _labels(runs: pd.DataFrame) -> pd.Series:
+    """The policy name, with agent and parameters where one policy ran in several variants."""
+    agent = runs["agent"].astype(str) if "agent" in runs else pd.Series("", index=runs.index)
+    params = runs["params"].fillna("{}").astype(str) if "params" in runs else agent * 0
+    variants = pd.DataFrame({"p": runs["policy"], "a": agent, "q": params})
+    several = variants.drop_duplicates().groupby("p").size()
+    out = []
+    for policy, a, q in variants.itertuples(index=False):
+        if several[policy] == 1:
+            out.append(policy)
+        else:
+            out.append(f"{policy}+{a}" + ("" if q in ("{}", "") else f" {q}"))
+    return pd.Series(out, index=runs.index)
+
+
+def _comparison(folder: Path) -> Results:
+    """A compare folder (one run folder per policy) or a single run folder."""
+    if (folder / "manifest.json").is_file():
+        folders = [folder]
+    else:
+        folders = sorted(p.parent for p in folder.glob("*/manifest.json"))
+        if (folder / "summary.csv").is_file():  # the comparison's own order of policies
+            order = list(pd.read_csv(folder / "summary.csv").iloc[:, 0].astype(str))
+            folders.sort(key=lambda f: order.index(f.name) if f.name in order else len(order))
+    if not folders:
+        raise InputError(folder, "holds no results (no summary.csv or manifest.json in it)")
+    results = Results(folder, "comparison", pd.DataFrame())
+    rows = []
+    for run in folders:
+        try:
+            manifest = json.loads((run / "manifest.json").read_text())
+            label = manifest["policy"]["name"]
+            summary = dict(manifest["summary"])
+            jobs = pd.read_csv(run / "jobs.csv")
+        except (OSError, ValueError, KeyError, TypeError, pd.errors.EmptyDataError):
+            raise InputError(run / "manifest.json", "is not a readable results manifest") from None
+        results.manifests[label] = manifest
+        results.jobs[label] = jobs
+        rounds = run / "rounds.csv"
+        if rounds.is_file():
+            results.rounds[label] = pd.read_csv(rounds, keep_default_na=False)
+        source = manifest.get("workload_source") or {}
+        rows.append(
+            {
+                "label": label,
+                "policy": label,
+                "workload": Path(str(manifest.get("inputs", {}).get("workload"))).stem,
+                "load": float(source.get("load", 1.0)),
+                "seed": manifest.get("seed", 0),
+                "cluster": "+".join(
+                    f"{g['nodes']}x{g['gpus_per_node']}" for g in manifest["cluster"]["groups"]
+                ),
+                "interval": manifest.get("config", {}).get("interval", 60.0),
+                **{k: (np.nan if v is None else v) for k, v in summary.items()},
+            }
+        )
+    results.runs = pd.DataFrame(rows)
+    return results
+
+
+def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
+    """Per load and policy: runs, mean average JCT with its 95% interval, mean p95 JCT, makespan
+    and GPU utilisation, unfinished jobs (seconds; JCTs over finished jobs)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (load, label), part in results.runs.groupby(["load", "label"], sort=False):
+        if results.kind == "comparison":
+            jobs = results.jobs[label]
+            values = jobs.loc[jobs["finished"].astype(bool), "jct"].to_numpy(dtype=float)
+        else:
+            values = part["avg_jct"].to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        low, high = bootstrap_mean_ci(values, rng)
+        rows.append(
+            {
+                "load": float(load),
+                "policy": label,
+                "runs": len(part),
+                "avg_jct_s": float(part["avg_jct"].mean()),
+                "ci_low_s": low,
+                "ci_high_s": high,
+                "p95_jct_s": float(part["p95_jct"].mean()),
+                "makespan_s": float(part["makespan"].mean()),
+                "gpu_utilization": float(part["gpu_utilization"].mean()),
+                "unfinished": int(part["unfinished"].sum()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["order"] = table["policy"].map({name: k for k, name in enumerate(results.labels)})
+    return table.sort_values(["load", "order"]).drop(columns="order").reset_index(drop=True)
+
+
+def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
+    """Per load: goodput's average-JCT reduction against each baseline, with a paired 95%
+    bootstrap interval, and where it falls against the paper's 37-50%. Empty when goodput or
+    every baseline is missing (``claim_note`` says which)."""
+    rng = np.random.default_rng(seed)
+    runs = results.runs
+    if REFERENCE_POLICY not in set(runs["label"]):
+        return pd.DataFrame()
+    others = [n for n in baselines(set(runs["policy"])) if n in set(runs["policy"])]
+    rows = []
+    for load, part in runs.groupby("load", sort=True):
+        ours = part[part["label"] == REFERENCE_POLICY]
+        for label in [x for x in results.labels if x in set(part["label"])]:
+            theirs = part[part["label"] == label]
+            if theirs["policy"].iloc[0] not in others:
+                continue
+            if results.kind == "comparison":
+                a, b = _paired_jobs(results.jobs[REFERENCE_POLICY], results.jobs[label])
+            else:
+                keys = [c for c in UNIT_COLUMNS if c in part]
+                paired = ours.merge(theirs, on=keys, suffixes=("_ours", "_theirs"))
+                a, b = paired["avg_jct_ours"], paired["avg_jct_theirs"]
+            reduction, low, high = reduction_ci(a, b, rng)
+            rows.append(
+                {
+                    "load": float(load),
+                    "baseline": label,
+                    "pairs": int(np.isfinite(np.asarray(a, float) + np.asarray(b, float)).sum()),
+                    "reduction": reduction,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "verdict": _verdict(reduction, low, high),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _paired_jobs(ours: pd.DataFrame, theirs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """JCTs of the jobs both policies finished, paired by job name."""
+    both = ours.merge(theirs, on="name", suffixes=("_ours", "_theirs"))
+    keep = both["finished_ours"].astype(bool) & both["finished_theirs"].astype(bool)
+    return both.loc[keep, "jct_ours"].to_numpy(float), both.loc[keep, "jct_theirs"].to_numpy(float)
+
+
+def _verdict(reduction: float, low: float, high: float) -> str:
+    """Where the reduction and its interval lie against the paper's range."""
+    paper_low, paper_high = PAPER_CLAIM
+    if not np.isfinite(reduction):
+        return "no pairs"
+    if np.isfinite(low) and (high < paper_low or low > paper_high):
+        return "outside the paper's range"
+    if paper_low <= reduction <= paper_high:
+        return "within the paper's range"
+    return ("below" if reduction < paper_low else "above") + " (interval overlaps the range)"
+
+
+def claim_note(results: Results) -> str:
+    """Why there is no claim check, or an empty string when there is one."""
+    labels = set(results.runs["label"])
+    if REFERENCE_POLICY not in labels:
+        return "claim check: needs the goodput policy in the results"
+    if not baselines(set(results.runs["policy"])):
+        return "claim check: no baseline in the results to set goodput against"
+    return ""
+
+
+def report_text(results: Results) -> str:
+    """The report for a terminal: the policy table per load, then the claim check."""
+    lines = [f"{results.kind} {results.folder}: {results.caption()}", ""]
+    table = policy_table(results)
+    over = "runs" if results.kind == "sweep" else "jobs"
+    lines.append(
+        f"{'load':>5} {'policy':<14} {'runs':>4} {'avg JCT (h) [95% CI over ' + over + ']':>34} "
+        f"{'p95 (h)':>8} {'makespan (h)':>12} {'GPU util':>8} {'unfinished':>10}"
+    )
+    for row in table.itertuples():
+        ci = f"[{row.ci_low_s / 3600:.2f}, {row.ci_high_s / 3600:.2f}]"
+        lines.append(
+            f"{row.load:>5g} {row.policy:<14} {row.runs:>4} "
+            f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
+            f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10}"
+        )
+    lines.append("")
+    note = claim_note(results)
+    if note:
+        return "\n".join([*lines, note])
+    low, high = PAPER_CLAIM
+    lines.append(
+        f"claim check: goodput's average-JCT reduction vs each baseline, 95% paired bootstrap CI "
+        f"(Pollux paper: {low:.0%}-{high:.0%})"
+    )
+    for row in claim_table(results).itertuples():
+        lines.append(
+            f"  load {row.load:<4g} vs {row.baseline:<12} {row.reduction:>7.1%} "
+            f"[{row.ci_low:>6.1%}, {row.ci_high:>6.1%}]  {row.verdict}"
+        )
+    return "\n".join(lines)

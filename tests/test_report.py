@@ -1,0 +1,210 @@
+"""``goodput-sim report``: statistics with bootstrap intervals, the claim check against baselines
+only, and a self-contained HTML report checked in a real headless browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from goodput_sim.api import bundled_workload
+from goodput_sim.cli import main
+from goodput_sim.report import claim_table, load_results, policy_table
+from goodput_sim.sweep import sweep
+
+
+@pytest.fixture(scope="module")
+def small_csv(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("w") / "small.csv"
+    pd.read_csv(bundled_workload()).iloc[:40].to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def comparison(small_csv, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cmp") / "cmp"
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--policies",
+            "fifo,tiresias,goodput",
+            "--workload",
+            str(small_csv),
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def load_sweep(small_csv, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep")
+    sweep(
+        ["tiresias", "goodput"], [small_csv], out, seeds=(0, 1, 2), loads=(0.5, 1.0), progress=False
+    )
+    return out
+
+
+def test_sweep_statistics_pool_workloads_and_seeds_per_load(load_sweep):
+    results = load_results(load_sweep)
+    table = policy_table(results)
+    assert list(table["load"]) == [0.5, 0.5, 1.0, 1.0] and set(table["runs"]) == {3}
+    runs = pd.read_csv(load_sweep / "summary.csv")
+    for row in table.itertuples():
+        mine = runs[(runs["load"] == row.load) & (runs["policy"] == row.policy)]["avg_jct"]
+        assert row.avg_jct_s == pytest.approx(mine.mean())
+        assert row.ci_low_s <= row.avg_jct_s <= row.ci_high_s
+    claim = claim_table(results)
+    assert list(claim["baseline"]) == ["tiresias", "tiresias"] and set(claim["pairs"]) == {3}
+    for row in claim.itertuples():
+        pair = runs[runs["load"] == row.load].pivot_table(
+            index="seed", columns="policy", values="avg_jct"
+        )
+        expected = 1 - pair["goodput"].mean() / pair["tiresias"].mean()
+        assert row.reduction == pytest.approx(expected)
+        assert row.ci_low <= row.reduction <= row.ci_high
+
+
+def test_report_is_deterministic_and_has_json(load_sweep):
+    first = CliRunner().invoke(main, ["report", str(load_sweep), "--format", "json"])
+    second = CliRunner().invoke(main, ["report", str(load_sweep), "--format", "json"])
+    assert first.exit_code == 0, first.output
+    assert first.output == second.output
+    body = json.loads(first.output)
+    assert body["kind"] == "sweep" and len(body["policies"]) == 4 and len(body["claim"]) == 2
+
+
+def test_the_claim_check_never_sets_goodput_against_its_own_variants(load_sweep, tmp_path):
+    """A saved sweep of goodput and its genetic variant (rows relabelled from a real sweep):
+    nothing to compare; and a sweep without goodput says so."""
+    runs = pd.read_csv(load_sweep / "summary.csv")
+    variant = runs.replace({"policy": {"tiresias": "goodput-ga"}})
+    (tmp_path / "ga").mkdir()
+    variant.to_csv(tmp_path / "ga" / "summary.csv", index=False)
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "ga")]).output
+    assert "no baseline in the results to set goodput against" in text
+    assert claim_table(load_results(tmp_path / "ga")).empty
+    (tmp_path / "none").mkdir()
+    runs[runs["policy"] == "tiresias"].to_csv(tmp_path / "none" / "summary.csv", index=False)
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "none")]).output
+    assert "needs the goodput policy" in text
+
+
+def test_a_comparison_report_bootstraps_over_jobs(comparison):
+    results = load_results(comparison)
+    assert results.kind == "comparison" and results.labels == ["fifo", "tiresias", "goodput"]
+    jobs = pd.read_csv(comparison / "goodput" / "jobs.csv")
+    row = policy_table(results).set_index("policy").loc["goodput"]
+    assert row.avg_jct_s == pytest.approx(jobs["jct"].mean())
+    assert row.ci_low_s < row.avg_jct_s < row.ci_high_s
+    claim = claim_table(results)
+    assert list(claim["baseline"]) == ["fifo", "tiresias"] and set(claim["pairs"]) == {40}
+
+
+def test_report_errors_are_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(main, ["report", str(empty)])
+    assert result.exit_code == 2 and "holds no results" in result.output
+    result = CliRunner().invoke(main, ["report", str(empty), "-o", str(tmp_path / "r.pdf")])
+    assert result.exit_code == 2 and "expected an .html file" in result.output
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if found := shutil.which(name):
+            return found
+    pytest.skip("no Chromium on this machine (.ci/run installs Debian's chromium where it can)")
+
+
+def _rendered(page: Path, tmp_path: Path) -> dict[str, str]:
+    """Open ``page`` in headless Chromium; the ``<body>`` data attributes its script set."""
+    command = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    ]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body, dom[:500]
+    return dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
+
+
+def _self_contained(page: Path) -> None:
+    text = page.read_text()
+    assert not re.search(r'(src|href)="(?!#|data:)', text)  # nothing fetched from anywhere
+    assert not re.search(r"url\((?!#)", text)
+
+
+def test_the_html_report_renders_every_figure_and_table_in_a_browser(comparison, tmp_path):
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(comparison), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    _self_contained(page)
+    text = page.read_text()
+    for title in (
+        "JCT CDF",
+        "Average job completion time",
+        "Utilisation and queue",
+        "GPUs per job over time",
+        "Claim check",
+        "goodput/manifest.json",
+    ):
+        assert title in text
+    seen = _rendered(page, tmp_path)
+    assert int(seen["figures"]) == 6 and seen["figures-rendered"] == seen["figures"], seen
+    assert int(seen["tables"]) == 2 and seen["tables-rendered"] == seen["tables"], seen
+    assert seen["load-errors"] == "0"
+
+
+def test_the_sweep_html_report_renders_in_a_browser(load_sweep, tmp_path):
+    page = tmp_path / "sweep.html"
+    assert CliRunner().invoke(main, ["report", str(load_sweep), "-o", str(page)]).exit_code == 0
+    _self_contained(page)
+    assert "Average JCT against load" in page.read_text()
+    seen = _rendered(page, tmp_path)
+    assert int(seen["figures"]) == 3 and seen["figures-rendered"] == "3", seen
+    assert seen["load-errors"] == "0"
+
+
+def test_a_broken_figure_is_caught_by_the_browser_check(comparison, tmp_path):
+    """The check can fail: a figure whose SVG draws nothing is not counted as rendered."""
+    page = tmp_path / "report.html"
+    CliRunner().invoke(main, ["report", str(comparison), "-o", str(page)])
+    text = page.read_text()
+    start = text.index("<figure><svg")
+    end = text.index("</svg>", start) + len("</svg>")
+    broken = text[:start] + '<figure><svg width="0" height="0"></svg>' + text[end:]
+    page.write_text(broken.replace("</body>", '<img src="missing.png"></body>'))
+    seen = _rendered(page, tmp_path)
+    assert int(seen["figures-rendered"]) == int(seen["figures"]) - 1
+    assert int(seen["load-errors"]) >= 1
+
+
+def test_bootstrap_intervals_cover_known_means():
+    from goodput_sim.stats import reduction_ci
+
+    rng = np.random.default_rng(1)
+    base = rng.uniform(1, 3, 400)
+    reduction, low, high = reduction_ci(0.6 * base, base, np.random.default_rng(0))
+    assert reduction == pytest.approx(0.4) and low <= 0.4 <= high
