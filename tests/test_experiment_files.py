@@ -186,3 +186,26 @@ def test_resampled_reference_workloads_keep_their_mix_and_arrival_hours(load, re
     ]
     assert chi2_contingency(mix)[1] > 0.01
     assert chi2_contingency(hours)[1] > 0.01
+
+
+def test_an_experiment_on_a_local_dask_cluster_gives_the_serial_bytes(small_sweep, tmp_path):
+    pytest.importorskip("distributed", reason="dask[distributed] is a dev extra")
+    out = tmp_path / "dask"
+    result = CliRunner().invoke(
+        main,
+        [
+            "sweep",
+            str(small_sweep.parent / "small.yaml"),
+            "--scheduler",
+            "local",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert (out / "summary.csv").read_bytes() == (small_sweep / "summary.csv").read_bytes()
+    for jobs in small_sweep.glob("*/*/jobs.csv"):
+        assert (out / jobs.relative_to(small_sweep)).read_bytes() == jobs.read_bytes()
