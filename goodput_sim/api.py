@@ -6,6 +6,7 @@ Both return pandas DataFrames (inside a :class:`~goodput_sim.engine.SimResult` o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -22,9 +23,9 @@ from tqdm import tqdm
 from goodput_sim import __version__, jsonio
 from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, parse_cluster
-from goodput_sim.engine import SimConfig, SimResult, Simulation
+from goodput_sim.engine import SimConfig, SimResult, Simulation, pool_cluster
 from goodput_sim.errors import InputError
-from goodput_sim.metrics import claim_check, summarize
+from goodput_sim.metrics import claim_check, run_summary
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.units import manifest_units
@@ -38,9 +39,11 @@ def bundled_workload() -> Path:
     return bundled_path("workloads/default.csv")
 
 
-def as_cluster(cluster: ClusterSpec | str | Path) -> ClusterSpec:
-    """A :class:`ClusterSpec` as is, or parsed from ``NODESxGPUS`` or a cluster YAML file."""
-    return cluster if isinstance(cluster, ClusterSpec) else parse_cluster(cluster)
+def as_cluster(cluster: ClusterSpec | str | Path, config: SimConfig | None = None) -> ClusterSpec:
+    """A :class:`ClusterSpec` as is, or parsed from ``NODESxGPUS`` or a cluster YAML file; with
+    an autoscaling ``config``, the pool of machines it may grow to."""
+    spec = cluster if isinstance(cluster, ClusterSpec) else parse_cluster(cluster)
+    return pool_cluster(spec, config.autoscale if config is not None else None)
 
 
 def parse_policies(text: str) -> list[str]:
@@ -127,7 +130,7 @@ def run(
     ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s."""
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
-    spec = as_cluster(cluster)
+    spec = as_cluster(cluster, config)
     frame = _workload(workload, profile_map, spec)
     with progress_bar(progress, len(frame), policy, "job") as bar:
         sim = Simulation(frame, profile_map, scheduler, spec, config, batch_agent, bar.update)
@@ -178,7 +181,7 @@ def compare(
     """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
     and ``params`` apply to every policy."""
     policies = check_policies(policies, agent, params)
-    spec = as_cluster(cluster)
+    spec = as_cluster(cluster, config)
     profile_map = load_profiles(profiles)
     frame = _workload(workload, profile_map, spec)
     tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
@@ -196,11 +199,22 @@ def compare(
             for name in policies:
                 results[name] = run(name, frame, profile_map, spec, seed, config, agent, params)
                 bar.update()
-    summaries = {name: summarize(r.jobs, spec.total_gpus) for name, r in results.items()}
+    summaries = {name: run_summary(r) for name, r in results.items()}
+    if config is not None and config.failures is not None and config.failures.active:
+        for name in policies:  # the same runs with no node failing, for the cost of failures
+            twin = run(
+                name, frame, profile_map, spec, seed, without_failures(config), agent, params
+            )
+            summaries[name]["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]
     for name, r in results.items():
         summaries[name]["wall_seconds"] = r.wall_seconds
     summary = pd.DataFrame.from_dict(summaries, orient="index")
     return Comparison(results, summary, claim_check(summaries, baselines=baselines(policies)))
+
+
+def without_failures(config: SimConfig) -> SimConfig:
+    """``config`` with no node failing: the twin a failure run's JCT is set against."""
+    return dataclasses.replace(config, failures=None)
 
 
 def writable_folder(path: str | Path, option: str = "--out", force: bool = False) -> Path:
@@ -285,7 +299,7 @@ def write_run(
     if hashes is None:
         hashes = input_hashes(inputs)
     if summary is None:
-        summary = summarize(result.jobs, result.cluster["total_gpus"])
+        summary = run_summary(result)
     manifest = {
         "goodput_sim_version": __version__,
         "policy": result.policy,

@@ -34,9 +34,11 @@ class ClusterSpec:
     """A cluster described per node: GPU capacity, GPU type and whether the node is up.
 
     Nodes are numbered group after group. Every capacity check reads the per-node vectors; the
-    scalar properties summarise them. Nodes stay up until failures are modelled."""
+    scalar properties summarise them. ``offline`` nodes (failed, or not provisioned by the
+    autoscaler) keep their place in the numbering but offer no GPUs."""
 
     groups: tuple[NodeGroup, ...] = (NodeGroup(16, 4),)
+    offline: frozenset[int] = frozenset()
 
     @classmethod
     def uniform(cls, nodes: int, gpus_per_node: int, gpu_type: str = DEFAULT_GPU_TYPE):
@@ -49,6 +51,8 @@ class ClusterSpec:
         out = np.concatenate(
             [np.full(g.nodes, g.gpus_per_node, dtype=np.int64) for g in self.groups]
         )
+        if self.offline:
+            out[list(self.offline)] = 0
         out.flags.writeable = False
         return out
 
@@ -59,10 +63,17 @@ class ClusterSpec:
 
     @cached_property
     def up(self) -> NDArray[np.bool_]:
-        """Whether each node is up (read-only; all up until failures are modelled)."""
+        """Whether each node is up (read-only)."""
         out = np.ones(self.nodes, dtype=bool)
+        if self.offline:
+            out[list(self.offline)] = False
         out.flags.writeable = False
         return out
+
+    def with_offline(self, nodes: Iterable[int]) -> ClusterSpec:
+        """The same machines with ``nodes`` offline (the live view a round's policy sees)."""
+        offline = frozenset(int(n) for n in nodes)
+        return self if offline == self.offline else ClusterSpec(self.groups, offline)
 
     @property
     def nodes(self) -> int:
@@ -83,7 +94,7 @@ class ClusterSpec:
         return self.groups[0].gpu_type
 
     def describe(self) -> dict:
-        """The cluster for the results manifest."""
+        """The cluster for the results manifest (every machine, online or not)."""
         return {
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,

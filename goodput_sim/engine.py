@@ -31,8 +31,10 @@ import simpy
 from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent, get_agent
+from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
 from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placement
 from goodput_sim.errors import InputError
+from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.jobs import FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.goodput import fixed_batch_config
@@ -42,6 +44,7 @@ from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
+DEFAULT_CHECKPOINT_SECONDS = 1800.0  # when neither the run nor the profile sets one
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class SimConfig:
     # so the two differ only for jobs on three or more nodes with unequal shares.
     placement_order: str = "allocation"
     max_wall: float | None = None  # seconds of wall time after which a run stops, marked partial
+    failures: FailureModel | None = None  # node failures and repairs (none by default)
+    checkpoint_interval: float | None = None  # seconds; default: the profile's, else 30 min
+    autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
 
     def __post_init__(self) -> None:
         day, decade = 86400.0, 10 * 365 * 86400.0
@@ -78,6 +84,10 @@ class SimConfig:
                 self.max_wall is None or 0 < self.max_wall <= 30 * day,
                 "seconds in (0, 2592000]",
             ),
+            "checkpoint_interval": (
+                self.checkpoint_interval is None or 1 <= self.checkpoint_interval <= decade,
+                f"seconds in [1, {decade:.0f}]",
+            ),
         }
         for name, (ok, valid) in checks.items():
             if not ok:
@@ -93,6 +103,9 @@ class Cause(enum.Enum):
     ARRIVAL = "arrival"
     ROUND = "round"
     COMPLETION = "completion"
+    FAILURE = "failure"  # a node goes down
+    REPAIR = "repair"  # a failed node is back (schedulable from the next round)
+    NODE_READY = "node-ready"  # a node the autoscaler started has booted
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,7 @@ class SimResult:
     wall_seconds: float
     policy_seconds: list[float] = field(default_factory=list)
     stopped: str | None = None  # why a run ended before every job finished, if a guard did
+    cluster_summary: dict = field(default_factory=dict)  # node-hours, failures, cost
 
 
 @dataclass
@@ -152,8 +166,8 @@ class Simulation:
         on_finish: Callable[[int], object] | None = None,
     ):
         self.on_finish = on_finish  # told how many jobs finished at each round, for progress
-        self.cluster = cluster or ClusterSpec()
         self.config = config or SimConfig()
+        self.cluster = pool_cluster(cluster or ClusterSpec(), self.config.autoscale)
         self.policy = policy
         self.agent = agent or get_agent(policy.default_agent)
         self.profiles = profiles
@@ -189,6 +203,18 @@ class Simulation:
         self.stopped: str | None = None
         self._started = 0.0
         self._check_finishable()
+        # Nodes: failed (repairing), off (not provisioned) and starting (booting) are offline.
+        failures = self.config.failures
+        self.failure_model = failures if failures is not None and failures.active else None
+        self.failed: set[int] = set()
+        self.failure_log: list[tuple[float, int, float]] = []
+        scale = self.config.autoscale
+        self.scaler = make_autoscaler(scale.rule, dict(scale.params)) if scale else None
+        self.off: set[int] = set(range(scale.min_nodes, self.cluster.nodes)) if scale else set()
+        self.starting: dict[int, int] = {}  # node -> generation of its start request
+        self._generation = 0
+        self.node_seconds = 0.0  # provisioned node-seconds, start-up included
+        self._tick = 0.0
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:
@@ -204,6 +230,9 @@ class Simulation:
                 job.spec.arrival, SimEvent(Cause.ARRIVAL, job.spec.arrival, job.name)
             )
             arrival.callbacks.append(self._on_arrival)
+        if self.failure_model is not None:
+            for node in range(self.cluster.nodes):
+                env.process(self._node_failures(node))
         done = env.process(self._rounds())
         env.run(until=done)
         return SimResult(
@@ -216,6 +245,7 @@ class Simulation:
             wall_seconds=wallclock.perf_counter() - started,
             policy_seconds=self.policy_seconds,
             stopped=self.stopped,
+            cluster_summary=self._cluster_summary(),
         )
 
     def _on_arrival(self, event: simpy.Event) -> None:
@@ -238,6 +268,8 @@ class Simulation:
             now = env.now
             self._advance(self.active, self.last_advance, now)
             self.last_advance = now
+            self.node_seconds += self._provisioned() * (now - self._tick)
+            self._tick = now
             self._complete_finished()
             waiting = len(self._queue) - self._arrived
             if (not self.active and not waiting) or (horizon is not None and now >= horizon):
@@ -254,6 +286,123 @@ class Simulation:
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
             yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
+
+    # -------------------------------------------------------------------- nodes that change
+    def live_cluster(self) -> ClusterSpec:
+        """The cluster as this round's policy sees it: failed, unprovisioned and booting nodes
+        offer no GPUs."""
+        return self.cluster.with_offline(self.failed | self.off | set(self.starting))
+
+    def _provisioned(self) -> int:
+        """Nodes paid for: all but those the autoscaler has not started."""
+        return self.cluster.nodes - len(self.off)
+
+    def _node_failures(self, node: int):
+        """A node's process: down at each failure, up again after its repair."""
+        env = self.env
+        for failure in self.failure_model.node_failures(node, self.cluster.nodes):
+            if failure.time > env.now:
+                yield env.timeout(failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
+            self._fail(failure)
+            repaired = env.now + failure.duration
+            yield env.timeout(failure.duration, SimEvent(Cause.REPAIR, repaired))
+            self.failed.discard(node)
+
+    def _fail(self, failure: Failure) -> None:
+        """Node ``failure.node`` goes down now: every job with GPUs on it falls back to its last
+        checkpoint and waits for the next round. A node the autoscaler has not started cannot
+        fail."""
+        node, now = failure.node, self.env.now
+        if node in self.off:
+            return
+        self._advance(self.active, self.last_advance, now)
+        self.last_advance = now
+        self.failed.add(node)
+        self.starting.pop(node, None)
+        self.failure_log.append((now, node, failure.duration))
+        for job in self.active:
+            if not job.finished and job.allocation[node] > 0:
+                self._lose_work(job, now)
+                self._release(job)
+                job.failures += 1
+                job.restore_pending = True
+
+    @staticmethod
+    def _lose_work(job: Job, now: float) -> None:
+        """Undo the job's progress since its last checkpoint; count the GPU-time it cost."""
+        progress, epoch, saved = job.checkpoint
+        if now <= saved:  # still in its restart delay: nothing trained since the checkpoint
+            return
+        job.lost_gpu_seconds += job.replicas * (now - saved)
+        job.lost_epochs += _epochs(job, job.progress, job.epoch) - _epochs(job, progress, epoch)
+        job.progress, job.epoch = progress, epoch
+
+    @staticmethod
+    def _release(job: Job) -> None:
+        """Take every GPU from a job (a failure or a removed node); it restarts when it is next
+        allocated."""
+        job.assign(np.zeros_like(job.allocation))
+        job.plan = None
+        job.local_bsz = job.accum_steps = 0
+        job.restart_remaining = 0.0
+
+    def _autoscale(self, now: float, views: tuple[JobView, ...]) -> bool:
+        """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes."""
+        scale = self.config.autoscale
+        provisioned = self._provisioned()
+        gpn = self.cluster.gpus_per_node
+        view = ScaleView(provisioned, gpn, self.cluster.total_gpus, views)
+        target = self.scaler.target(view)
+        waiting = [v.requested_replicas for v in views if not v.allocation.any()]
+        if waiting and all(not v.allocation.any() for v in views):  # never strand a request
+            target = max(target, -(-min(waiting) // gpn))
+        target = min(max(target, scale.min_nodes), scale.max_nodes)
+        if target > provisioned:
+            for node in sorted(self.off)[: target - provisioned]:
+                self.off.discard(node)
+                self._start_node(node, now, scale.startup_delay)
+            return False
+        preempted = False
+        if target < provisioned:
+            booting = sorted(self.starting, reverse=True)
+            up = [n for n in range(self.cluster.nodes) if n not in self.off | self.failed]
+            up = [n for n in up if n not in self.starting]
+            allocations = [job.allocation for job in self.active]
+            candidates = booting + removal_order(allocations, up)
+            for node in candidates[: provisioned - target]:
+                self.starting.pop(node, None)
+                self.off.add(node)
+                for job in self.active:
+                    if job.allocation[node] > 0:
+                        self._release(job)
+                        preempted = True
+        return preempted
+
+    def _start_node(self, node: int, now: float, delay: float) -> None:
+        if delay <= 0:
+            return
+        self._generation += 1
+        generation = self.starting[node] = self._generation
+        ready = self.env.timeout(delay, SimEvent(Cause.NODE_READY, now + delay))
+
+        def boot(_event, node=node, generation=generation) -> None:
+            if self.starting.get(node) == generation:  # not removed or failed meanwhile
+                del self.starting[node]
+
+        ready.callbacks.append(boot)
+
+    def _cluster_summary(self) -> dict:
+        """Node-hours provisioned and lost to failures, failures, and cost with a price."""
+        end = self.env.now
+        down = sum(min(duration, end - at) for at, _, duration in self.failure_log)
+        price = self.config.autoscale.node_price if self.config.autoscale else None
+        node_hours = self.node_seconds / 3600.0
+        return {
+            "node_hours": node_hours,
+            "node_failures": len(self.failure_log),
+            "node_hours_failed": down / 3600.0,
+            "cost": node_hours * price if price is not None else float("nan"),
+        }
 
     def _guard(self, now: float) -> str | None:
         """Why a runaway run must stop now, if it must: too much wall time (``max_wall``) or
@@ -283,13 +432,20 @@ class Simulation:
     # ----------------------------------------------------------------------------- schedule
     def _schedule(self, now: float) -> None:
         active = self.active
-        refresh = self.policy.reads_beliefs or self.agent.reads_beliefs
+        scaler_reads = self.scaler is not None and self.scaler.reads_beliefs
+        refresh = self.policy.reads_beliefs or self.agent.reads_beliefs or scaler_reads
         for job in active:
             self._update_grad_stats(job)
             if refresh:
                 job.belief.refresh()
         views = tuple(self._view(job, now) for job in active)
-        snapshot = Snapshot(now, self.cluster, views, self.config.restart_delay)
+        if self.scaler is not None and self._autoscale(now, views):
+            views = tuple(self._view(job, now) for job in active)  # some were preempted
+        live = self.live_cluster()
+        if live.total_gpus == 0:  # every node offline: nobody runs this interval
+            self._record_round(now, active)
+            return
+        snapshot = Snapshot(now, live, views, self.config.restart_delay)
         started = wallclock.perf_counter()
         decision = self.policy.allocate(snapshot)
         self.policy_seconds.append(wallclock.perf_counter() - started)
@@ -298,9 +454,7 @@ class Simulation:
                 f"policy {self.policy.name} returned {type(decision).__name__}, "
                 "expected a goodput_sim.policies.Decision"
             )
-        rows = decision.validated(
-            self.policy.name, [job.name for job in active], self.cluster.capacity
-        )
+        rows = decision.validated(self.policy.name, [job.name for job in active], live.capacity)
         orders = decision.node_orders if self.config.placement_order == "allocation" else {}
         for job in active:
             if not np.array_equal(rows[job.name], job.allocation):
@@ -329,6 +483,13 @@ class Simulation:
         elif had:
             job.num_restarts += 1
         job.restart_remaining = self.config.restart_delay
+        if job.restore_pending:
+            job.restores += 1
+            job.restore_pending = False
+        # Restarts save the job's state (a checkpoint) and training resumes after the delay.
+        resumed = now + self.config.restart_delay
+        job.checkpoint = (job.progress, job.epoch, resumed)
+        job.next_checkpoint = resumed + self._checkpoint_interval(job)
 
     def _view(self, job: Job, now: float) -> JobView:
         return JobView(
@@ -383,16 +544,34 @@ class Simulation:
         job.last_batch = job.total_batch
 
     def _advance(self, jobs: list[Job], start: float, end: float) -> None:
-        """Move every running job in ``jobs`` from ``start`` to ``end``."""
+        """Move every running job in ``jobs`` from ``start`` to ``end`` (noting, where nodes
+        can fail, the state each job last checkpointed by ``end``)."""
         if end > start:
             for job in jobs:
                 if job.replicas and not job.finished:
+                    if self.failure_model is not None and job.next_checkpoint <= end:
+                        self._take_checkpoint(job, start, end)
                     self._advance_job(job, start, end)
+
+    def _take_checkpoint(self, job: Job, start: float, end: float) -> None:
+        """Record the job's state at its last periodic checkpoint in (start, end], computed
+        from its plan aside, so that the advance itself is the same with or without it."""
+        every = self._checkpoint_interval(job)
+        count = np.floor((end - job.next_checkpoint) / every)
+        when = job.next_checkpoint + count * every
+        progress, epoch = _state_at(job, start, when)
+        job.checkpoint = (progress, epoch, when)
+        job.next_checkpoint = when + every
+
+    def _checkpoint_interval(self, job: Job) -> float:
+        own = getattr(job.profile, "checkpoint_interval", None)
+        return self.config.checkpoint_interval or own or DEFAULT_CHECKPOINT_SECONDS
 
     def _advance_job(self, job: Job, start: float, end: float) -> None:
         """Move a running job from ``start`` to ``end`` on ground truth."""
         t = start + min(job.restart_remaining, end - start)
         job.restart_remaining -= t - start
+        job.restart_gpu_seconds += job.replicas * (t - start)
         stop = end
         if t < end:
             plan = job.plan
@@ -471,6 +650,9 @@ class Simulation:
                 "allocations": ";".join(
                     f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}" for j in running
                 ),
+                "nodes_up": self.cluster.nodes - len(self.failed | self.off | set(self.starting)),
+                "nodes_down": len(self.failed),
+                "nodes_starting": len(self.starting),
             }
         )
 
@@ -497,6 +679,11 @@ class Simulation:
                     "train_seconds": job.train_seconds,
                     "train_gpu_seconds": job.train_gpu_seconds,
                     "finished": job.finished,
+                    "restart_gpu_seconds": job.restart_gpu_seconds,
+                    "failures": job.failures,
+                    "restores": job.restores,
+                    "lost_gpu_seconds": job.lost_gpu_seconds,
+                    "lost_epochs": job.lost_epochs,
                 }
             )
         return pd.DataFrame(rows)
@@ -566,6 +753,46 @@ def _epoch_rates(
     iteration = iteration_seconds(step, sync, accum) / (1.0 - slowdown)
     rate = gain(total, profile.limits.init_batch_size, sqr, var) / iteration
     return step, sync, total, iteration, rate
+
+
+def _state_at(job: Job, start: float, when: float) -> tuple[float, int]:
+    """(progress, epoch) the job will have at ``when`` if it runs its plan from ``start``; the
+    job itself is left as it is."""
+    trained = when - (start + min(job.restart_remaining, when - start))
+    if trained <= 0:
+        return job.progress, job.epoch
+    plan = job.plan
+    thresholds = job.profile.progress_thresholds
+    rates = plan.rate[job.epoch - plan.first_epoch :]
+    segments = np.diff(thresholds[job.epoch :])
+    segments[0] = thresholds[job.epoch + 1] - job.progress
+    cumulative = np.cumsum(segments / rates)
+    crossed = int(np.searchsorted(cumulative, trained, side="right"))
+    if crossed >= len(rates):
+        return float(thresholds[-1]), job.profile.limits.max_epochs
+    spent = float(cumulative[crossed - 1]) if crossed else 0.0
+    base = float(thresholds[job.epoch + crossed]) if crossed else job.progress
+    return base + float(rates[crossed]) * (trained - spent), job.epoch + crossed
+
+
+def _epochs(job: Job, progress: float, epoch: int) -> float:
+    """Progress as fractional epochs."""
+    thresholds = job.profile.progress_thresholds
+    if epoch >= len(thresholds) - 1:
+        return float(epoch)
+    low, high = thresholds[epoch], thresholds[epoch + 1]
+    return epoch + (progress - low) / (high - low)
+
+
+def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:
+    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes shaped
+    like the cluster's (which must be of one node shape)."""
+    if scale is None:
+        return cluster
+    if len(cluster.groups) != 1:
+        raise InputError("--cluster", "autoscaling needs a cluster of one node shape")
+    group = cluster.groups[0]
+    return ClusterSpec.uniform(scale.max_nodes, group.gpus_per_node, group.gpu_type)
 
 
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:

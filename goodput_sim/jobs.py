@@ -203,6 +203,15 @@ class Job:
     slowdown: float = 0.0  # interference slowdown in force this interval
     stats_key: tuple | None = None  # (batch, epoch) of the gradient statistics last reported
     plan: object | None = None  # engine cache of per-epoch rates for the current configuration
+    # Failures and checkpoints (all zero while no node fails).
+    failures: int = 0  # allocations ended by a node failure
+    restores: int = 0  # restarts from a checkpoint after a failure
+    lost_gpu_seconds: float = 0.0  # training GPU-seconds whose progress a failure undid
+    lost_epochs: float = 0.0  # the progress undone, in (fractional) epochs
+    restart_gpu_seconds: float = 0.0  # GPU-seconds spent in restart delays
+    checkpoint: tuple[float, int, float] = (0.0, 0, 0.0)  # (progress, epoch, time) last saved
+    next_checkpoint: float = float("inf")  # when the next periodic checkpoint is taken
+    restore_pending: bool = False  # the next allocation restores from a checkpoint
 
     def __post_init__(self) -> None:
         self.assign(np.zeros(self.num_nodes, dtype=np.int64))

@@ -52,7 +52,22 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
         "gpu_hours": busy / 3600.0,
         "examples": examples,
         "examples_per_gpu_second": _geometric_mean(app_rates),
+        "lost_gpu_hours": float(jobs["lost_gpu_seconds"].sum()) / 3600.0
+        if "lost_gpu_seconds" in jobs
+        else 0.0,
     }
+
+
+def run_summary(result) -> dict[str, float | int]:
+    """``summarize`` of a :class:`~goodput_sim.engine.SimResult`, with its cluster's node-hours
+    (provisioned and failed), failures and cost, and the GPU utilisation of what was
+    provisioned (which an autoscaled cluster changes)."""
+    cluster = result.cluster
+    out = {**summarize(result.jobs, cluster["total_gpus"]), **result.cluster_summary}
+    provisioned = out.get("node_hours", 0.0) * 3600.0 * cluster["gpus_per_node"]
+    busy = float(result.jobs["gpu_seconds"].sum())
+    out["provisioned_gpu_utilization"] = busy / provisioned if provisioned > 0 else np.nan
+    return out
 
 
 def claim_check(

@@ -40,7 +40,7 @@ from goodput_sim.api import (
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
-from goodput_sim.metrics import summarize
+from goodput_sim.metrics import run_summary
 from goodput_sim.profiles import load_profiles
 from goodput_sim.sources import WorkloadSource
 from goodput_sim.units import manifest_units
@@ -84,7 +84,7 @@ def run_task(task: SweepTask, profiles: str | None, config: SimConfig, out: Path
     jobs, source = task.workload.frame(task.load, task.seed)
     config = dataclasses.replace(config, interval=task.interval)
     result = run(task.policy, jobs, profiles, task.cluster, task.seed, config, task.agent, params)
-    summary = summarize(result.jobs, task.cluster.total_gpus)
+    summary = run_summary(result)
     row = {
         "workload": task.workload.name,
         "load": task.load,

@@ -20,6 +20,11 @@ JOBS = {
     "train_seconds": "s training (allocated, past restart delays)",
     "train_gpu_seconds": "GPU-s training",
     "finished": "true or false",
+    "restart_gpu_seconds": "GPU-s in restart delays",
+    "failures": "count of allocations ended by a node failure",
+    "restores": "count of restarts from a checkpoint after a failure",
+    "lost_gpu_seconds": "GPU-s of training undone by failures (back to the last checkpoint)",
+    "lost_epochs": "epochs of progress undone by failures (fractional)",
 }
 ROUNDS = {
     "time": "s",
@@ -28,6 +33,9 @@ ROUNDS = {
     "queued": "jobs",
     "gpus_in_use": "GPUs",
     "allocations": "name=GPUs per used node, dot-separated@total batch;...",
+    "nodes_up": "nodes offering GPUs this interval",
+    "nodes_down": "nodes failed and under repair",
+    "nodes_starting": "nodes the autoscaler started that are still booting",
 }
 SUMMARY = {
     "jobs": "count",
@@ -45,6 +53,13 @@ SUMMARY = {
     "examples": "examples processed",
     "examples_per_gpu_second": "examples per training GPU-s (geometric mean over applications)",
     "wall_seconds": "s of wall time",
+    "node_hours": "node-h provisioned (start-up included), time 0 to the last round",
+    "node_failures": "count",
+    "node_hours_failed": "node-h under repair",
+    "lost_gpu_hours": "GPU-h of training undone by failures",
+    "cost": "node_hours x --node-price (empty without a price)",
+    "avg_jct_without_failures": "s, the same run with no node failing",
+    "provisioned_gpu_utilization": "fraction of provisioned GPU-s allocated to jobs",
 }
 
 

@@ -19,12 +19,14 @@ from goodput_sim.api import (
     parse_policies,
     run,
     staged_folder,
+    without_failures,
     writable_folder,
     write_run,
 )
 from goodput_sim.cli import main, profiles_option
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
+from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
 from goodput_sim.plots import avg_jct_bars, jct_cdf
 
@@ -52,6 +54,84 @@ _param_option = click.option(
     metavar="KEY=VALUE",
     help="Policy or agent parameter (repeatable; see `goodput-sim policies`).",
 )
+
+
+_changing_cluster_options = [
+    click.option("--mtbf", type=float, default=None, help="Mean hours between failures per node."),
+    click.option("--repair-hours", type=float, default=1.0, show_default=True, help="Repair time."),
+    click.option(
+        "--repair",
+        type=click.Choice(["fixed", "exponential"]),
+        default="fixed",
+        show_default=True,
+        help="Repair times fixed, or drawn with --repair-hours as mean.",
+    ),
+    click.option(
+        "--failure-trace",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="CSV of failures (time,node,duration in seconds) instead of --mtbf.",
+    ),
+    click.option(
+        "--checkpoint-interval",
+        type=float,
+        default=None,
+        help="Seconds of training between checkpoints [default: the profile's, else 1800].",
+    ),
+    click.option("--min-nodes", type=int, default=None, help="Autoscale from this many nodes."),
+    click.option("--max-nodes", type=int, default=None, help="Autoscale up to this many nodes."),
+    click.option(
+        "--autoscaler",
+        type=click.Choice(["utility", "queue"]),
+        default="utility",
+        show_default=True,
+        help="Autoscaling rule (parameters: --param autoscaler.KEY=VALUE).",
+    ),
+    click.option(
+        "--startup-delay",
+        type=float,
+        default=120.0,
+        show_default=True,
+        help="Seconds before a started node is usable.",
+    ),
+    click.option("--node-price", type=float, default=None, help="Price of one node-hour."),
+]
+
+
+def _changing_cluster(options: dict) -> dict:
+    """The failure and autoscaling settings of ``_common``'s options, as SimConfig fields
+    (checked against the cluster: a failure trace must name its nodes)."""
+    from goodput_sim.api import as_cluster
+    from goodput_sim.autoscale import AutoscaleConfig
+    from goodput_sim.failures import FailureModel, read_failure_trace
+
+    mtbf, trace = options.pop("mtbf"), options.pop("failure_trace")
+    repair_hours, repair = options.pop("repair_hours"), options.pop("repair")
+    low, high = options.pop("min_nodes"), options.pop("max_nodes")
+    rule, startup = options.pop("autoscaler"), options.pop("startup_delay")
+    price = options.pop("node_price")
+    fields: dict = {"checkpoint_interval": options.pop("checkpoint_interval")}
+    if (low is None) != (high is None):
+        raise InputError("--min-nodes" if low is None else "--max-nodes", "give both or neither")
+    scaler_params = {
+        k.split(".", 1)[1]: v for k, v in options["params"].items() if k.startswith("autoscaler.")
+    }
+    options["params"] = {
+        k: v for k, v in options["params"].items() if not k.startswith("autoscaler.")
+    }
+    if low is not None:
+        fields["autoscale"] = AutoscaleConfig(
+            low, high, rule, tuple(sorted(scaler_params.items())), startup, price
+        )
+    elif scaler_params or price is not None:
+        raise InputError("--min-nodes", "autoscaler settings need --min-nodes and --max-nodes")
+    if mtbf is not None and trace is not None:
+        raise InputError("--mtbf", "give --mtbf or --failure-trace, not both")
+    if mtbf is not None or trace is not None:
+        nodes = high if high is not None else as_cluster(options["cluster"]).nodes
+        failures = read_failure_trace(trace, nodes) if trace is not None else ()
+        fields["failures"] = FailureModel(mtbf, repair_hours, repair, failures, options["seed"])
+    return fields
 
 
 def _common(func):
@@ -108,6 +188,7 @@ def _common(func):
         ),
         _agent_option,
         _param_option,
+        *_changing_cluster_options,
     ]
     for option in reversed(options):
         func = option(func)
@@ -117,6 +198,8 @@ def _common(func):
 def _split_options(options: dict) -> tuple[dict, SimConfig]:
     """Separate the engine settings of ``_common`` from the input options (``params`` parsed
     from its ``KEY=VALUE`` items)."""
+    options["params"] = parse_assignments(options["params"])
+    changing = _changing_cluster(options)
     config = SimConfig(
         **{
             k: options.pop(k)
@@ -129,9 +212,9 @@ def _split_options(options: dict) -> tuple[dict, SimConfig]:
                 "placement_order",
                 "max_wall",
             )
-        }
+        },
+        **changing,
     )
-    options["params"] = parse_assignments(options["params"])
     return options, config
 
 
@@ -194,8 +277,14 @@ def run_cmd(
         agent, params = inputs["agent"], inputs["params"]
     out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}", force=force)
     result = run(policy, workload, profiles, cluster, seed, config, agent, params, not quiet)
+    summary = run_summary(result)
+    if config.failures is not None and config.failures.active:
+        twin = run(
+            policy, workload, profiles, cluster, seed, without_failures(config), agent, params
+        )
+        summary["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]
     with staged_folder(out) as folder:
-        write_run(result, folder, _inputs(workload, profiles), seed, params=params)
+        write_run(result, folder, _inputs(workload, profiles), seed, params=params, summary=summary)
     if result.stopped:
         click.echo(
             f"{policy}: stopped early ({result.stopped}); partial results in {out}", err=True
@@ -209,6 +298,16 @@ def run_cmd(
         f"{policy}: {len(done)}/{len(jobs)} jobs finished, average JCT {average}{over}, "
         f"wall {result.wall_seconds:.1f} s -> {out}"
     )
+    if "avg_jct_without_failures" in summary:
+        click.echo(
+            f"  {summary['node_failures']} node failures, {summary['node_hours_failed']:.1f} "
+            f"node-h down, {summary['lost_gpu_hours']:.1f} GPU-h of work lost; average JCT "
+            f"{summary['avg_jct_without_failures']:.1f} s without failures"
+        )
+    if config.autoscale is not None:
+        cost = summary["cost"]
+        priced = f", cost {cost:.2f}" if cost == cost else ""
+        click.echo(f"  {summary['node_hours']:.1f} node-hours provisioned{priced}")
 
 
 def _fmt_hours(seconds: float) -> str:

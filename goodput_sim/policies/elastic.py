@@ -58,7 +58,7 @@ class ElasticPolicy(Policy):
         # Memoised per policy (one per simulation): jobs of one application that ran the same
         # configurations share fitted parameters (:class:`goodput_sim.jobs.FitMemo`), and so
         # their best goodputs.
-        self._best_goodputs = functools.lru_cache(maxsize=4096)(_best_goodputs)
+        self._best_goodputs = functools.lru_cache(maxsize=4096)(best_goodputs)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
@@ -133,7 +133,7 @@ class ElasticPolicy(Policy):
         return {**super().describe(), "optimizer": "greedy"}
 
 
-def _best_goodputs(
+def best_goodputs(
     model: GoodputModel, statistical: bool, cap: int, nodes: int, gpus_per_node: int
 ) -> NDArray:
     """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only)."""

@@ -100,6 +100,9 @@ class ApplicationProfile(ABC):
     limits: Limits
     progress_thresholds: NDArray[np.float64]
     """P(e) for e = 0..max_epochs: progress needed to have completed e epochs (P(0) = 0)."""
+    checkpoint_interval: float | None = None
+    """Seconds of training between the application's checkpoints (None: the engine's default);
+    what a node failure can undo."""
 
     @abstractmethod
     def step_sync(self, placement: Placement, local_bsz: ArrayLike) -> tuple[NDArray, NDArray]:

@@ -34,6 +34,17 @@ from goodput_sim.safe_yaml import load_yaml
 SCHEMA_VERSION = 1
 
 
+def _checkpoint_interval(value: Any, source: str | Path) -> float | None:
+    """The optional ``checkpoint_interval`` (seconds of training between checkpoints)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 1e8:
+        raise InputError(
+            source, f"must be seconds in [1, 1e8], found {value!r}", "field checkpoint_interval"
+        )
+    return float(value)
+
+
 def _require(data: dict, key: str, source: str | Path, section: str = "") -> Any:
     if not isinstance(data, dict) or key not in data:
         where = f"{section}.{key}" if section else key
@@ -116,6 +127,7 @@ class ParametricProfile(ApplicationProfile):
         self._stat_epochs = _array(stats, "epochs", source, "gradient_stats")
         self._log_sqr = _array(stats, "log_grad_sqr", source, "gradient_stats", ndim=2)
         self._log_var = _array(stats, "log_grad_var", source, "gradient_stats", ndim=2)
+        self.checkpoint_interval = _checkpoint_interval(data.get("checkpoint_interval"), source)
         self._validate(source)
 
     def _validate(self, source) -> None:

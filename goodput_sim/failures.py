@@ -1,0 +1,124 @@
+"""Node failures and repairs: drawn per node from a seeded exponential time between failures,
+or read from a failure trace (``time,node,duration`` in seconds, one failure per line).
+
+A failure takes a node down for its repair time; every job with GPUs on it loses the progress
+made since its last checkpoint and waits for the next round. Draws are per node, from one
+``numpy`` seed sequence spawned per node, so a node's failures do not depend on the others'.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from goodput_sim.errors import InputError
+
+REPAIRS = ("fixed", "exponential")
+_MAX_SECONDS = 10 * 365 * 86400.0
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Node ``node`` goes down at ``time`` for ``duration`` seconds."""
+
+    time: float
+    node: int
+    duration: float
+
+
+@dataclass(frozen=True)
+class FailureModel:
+    """Where failures come from: ``mtbf_hours`` per node (exponential, seeded) with a repair
+    time of ``repair_hours`` (fixed, or exponential with that mean), or a ``trace`` of them."""
+
+    mtbf_hours: float | None = None
+    repair_hours: float = 1.0
+    repair: str = "fixed"
+    trace: tuple[Failure, ...] = ()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mtbf_hours is not None and not (0 < self.mtbf_hours <= _MAX_SECONDS / 3600):
+            raise InputError("--mtbf", f"must be positive hours, got {self.mtbf_hours!r}")
+        if not (0 < self.repair_hours <= _MAX_SECONDS / 3600):
+            raise InputError("--repair-hours", f"must be positive, got {self.repair_hours!r}")
+        if self.repair not in REPAIRS:
+            raise InputError("--repair", f"expected one of {REPAIRS}, got {self.repair!r}")
+
+    @property
+    def active(self) -> bool:
+        return self.mtbf_hours is not None or bool(self.trace)
+
+    def node_failures(self, node: int, nodes: int) -> Iterator[Failure]:
+        """The failures of one node in time order (endless for an MTBF, each drawn after the
+        previous repair)."""
+        if self.trace:
+            yield from (f for f in self.trace if f.node == node)
+            return
+        if self.mtbf_hours is None:
+            return
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(nodes)[node])
+        now = 0.0
+        while True:
+            now += rng.exponential(self.mtbf_hours * 3600.0)
+            repair = self.repair_hours * 3600.0
+            if self.repair == "exponential":
+                repair = max(rng.exponential(repair), 1.0)
+            yield Failure(now, node, repair)
+            now += repair
+
+    def describe(self) -> dict:
+        return {
+            "mtbf_hours": self.mtbf_hours,
+            "repair_hours": self.repair_hours,
+            "repair": self.repair,
+            "trace_failures": len(self.trace),
+            "seed": self.seed,
+        }
+
+
+def read_failure_trace(path: str | Path, nodes: int) -> tuple[Failure, ...]:
+    """Failures from a CSV with a ``time,node,duration`` header (seconds, node ids from 0);
+    one-line errors naming the file and line. A node's failures may not overlap."""
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError) as error:
+        problem = f"cannot be read as a failure trace ({error.__class__.__name__})"
+        raise InputError(path, problem) from None
+    if not rows or [c.strip() for c in rows[0]] != ["time", "node", "duration"]:
+        raise InputError(path, "expected the header time,node,duration", 1)
+    failures = []
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != 3:
+            raise InputError(path, f"expected 3 fields, found {len(row)}", line)
+        time, node, duration = (cell.strip() for cell in row)
+        try:
+            at, length = float(time), float(duration)
+            index = int(node)
+        except ValueError:
+            raise InputError(path, f"expected numbers, found {row!r}", line) from None
+        if not (math.isfinite(at) and 0 <= at <= _MAX_SECONDS):
+            raise InputError(path, f"time must be seconds in [0, {_MAX_SECONDS:.0f}]", line)
+        if not (math.isfinite(length) and 0 < length <= _MAX_SECONDS):
+            raise InputError(path, "duration must be positive seconds", line)
+        if not 0 <= index < nodes:
+            raise InputError(
+                path, f"node {index} does not exist; the cluster has nodes 0-{nodes - 1}", line
+            )
+        failures.append((at, index, length, line))
+    failures.sort()
+    ends: dict[int, float] = {}
+    for at, index, length, line in failures:
+        if at < ends.get(index, -1.0):
+            raise InputError(path, f"node {index} fails again before its repair", line)
+        ends[index] = at + length
+    return tuple(Failure(at, index, length) for at, index, length, _ in failures)
