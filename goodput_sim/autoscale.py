@@ -92,6 +92,9 @@ class Autoscaler:
 
 
 class UtilityAutoscaler(Autoscaler):
+    """Pollux's rule: keep the cluster utility (believed speedup per provisioned GPU) between
+    two thresholds."""
+
     name = "utility"
     reads_beliefs = True
     params = (
@@ -124,6 +127,8 @@ class UtilityAutoscaler(Autoscaler):
 
 
 class QueueAutoscaler(Autoscaler):
+    """Size the cluster to the GPUs the active jobs requested, growing while any job waits."""
+
     name = "queue"
     params = (Param("slack_nodes", int, 0, "nodes kept beyond the requests", 0, 1_000_000),)
 

@@ -4,6 +4,7 @@ batch agent, for ``goodput-sim policies`` and for readers of results."""
 from __future__ import annotations
 
 from goodput_sim.agents import agent_class, agent_names
+from goodput_sim.autoscale import AUTOSCALERS
 from goodput_sim.params import Param
 from goodput_sim.policies import policy_aliases, policy_class, policy_names
 
@@ -37,7 +38,11 @@ def catalog() -> dict:
     for name in agent_names():
         cls = agent_class(name)
         agents[name] = {"summary": _summary(cls), "params": _params(cls.params)}
-    return {"policies": policies, "agents": agents}
+    autoscalers = {
+        name: {"summary": _summary(cls), "params": _params(cls.params)}
+        for name, cls in AUTOSCALERS.items()
+    }
+    return {"policies": policies, "agents": agents, "autoscalers": autoscalers}
 
 
 def catalog_text() -> str:
@@ -53,6 +58,13 @@ def catalog_text() -> str:
     for name, entry in data["agents"].items():
         lines.append(f"  {name}: {entry['summary']}")
         lines += _param_lines(entry["params"])
+    lines.append("autoscalers (--autoscaler NAME with --min-nodes and --max-nodes):")
+    for name, entry in data["autoscalers"].items():
+        lines.append(f"  {name}: {entry['summary']}")
+        lines += [
+            line.replace("--param ", "--param autoscaler.")
+            for line in _param_lines(entry["params"])
+        ]
     lines.append("set parameters with --param KEY=VALUE (policy.KEY or agent.KEY if ambiguous)")
     return "\n".join(lines)
 

@@ -313,3 +313,30 @@ def job_traces(rounds: pd.DataFrame, names: list[str], caption: str = "") -> Fig
     bottom.set_xlabel("time (hours)")
     _titled(top, "GPUs and batch size over time", caption)
     return _save(fig, None)
+
+
+def cluster_size_over_time(
+    rounds_by_policy: dict[str, pd.DataFrame], gpus_per_node: int, caption: str = ""
+) -> Figure:
+    """Nodes up (solid) and booting or under repair (dotted) over time, and the GPU
+    utilisation of the nodes up, per policy: what autoscaling and failures did to the cluster."""
+    fig = new_figure(8.0, 5.0)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for k, (name, rounds) in enumerate(rounds_by_policy.items()):
+        hours = rounds["time"].to_numpy(dtype=float) / 3600
+        color = PALETTE[k % len(PALETTE)]
+        up = rounds["nodes_up"].to_numpy(dtype=float)
+        offline = (rounds["nodes_starting"] + rounds["nodes_down"]).to_numpy(dtype=float)
+        top.step(hours, up, where="post", label=name, color=color)
+        if offline.any():
+            top.step(hours, offline, where="post", color=color, linestyle=":")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            used = rounds["gpus_in_use"].to_numpy(dtype=float) / (up * gpus_per_node)
+        bottom.step(hours, used, where="post", color=color)
+    top.set_ylabel("nodes (dotted: booting or failed)")
+    top.legend(fontsize="small")
+    bottom.set_ylabel("GPU utilisation of nodes up")
+    bottom.set_ylim(0, 1.05)
+    bottom.set_xlabel("time (hours)")
+    _titled(top, "Cluster size and utilisation", caption)
+    return _save(fig, None)

@@ -12,9 +12,11 @@ from typing import Any
 
 from goodput_sim.agents import agent_class
 from goodput_sim.api import bundled_workload, file_hash
+from goodput_sim.autoscale import AutoscaleConfig
 from goodput_sim.cluster import ClusterSpec, NodeGroup
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
+from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.policies import policy_class
 from goodput_sim.profiles import bundled_profiles_path
 
@@ -51,10 +53,22 @@ def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
         "profiles": _input(path, "profiles", inputs, hashes, bundled_profiles_path()),
         "cluster": ClusterSpec(groups),
         "seed": seed,
-        "config": SimConfig(**{k: v for k, v in settings.items() if k in known}),
+        "config": _config({k: v for k, v in settings.items() if k in known}),
         "agent": agent["name"],
         "params": params,
     }
+
+
+def _config(settings: dict[str, Any]) -> SimConfig:
+    """Engine settings from a manifest, failure and autoscaling settings rebuilt."""
+    failures, scale = settings.get("failures"), settings.get("autoscale")
+    if failures is not None:
+        trace = tuple(Failure(**f) for f in failures.get("trace", ()))
+        settings["failures"] = FailureModel(**{**failures, "trace": trace})
+    if scale is not None:
+        params = tuple(tuple(pair) for pair in scale.get("params", ()))
+        settings["autoscale"] = AutoscaleConfig(**{**scale, "params": params})
+    return SimConfig(**settings)
 
 
 def _input(path: Path, key: str, inputs: dict, hashes: dict, bundled: Path) -> Path:

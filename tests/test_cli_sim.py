@@ -109,6 +109,9 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
         "interference": 0.25,
         "horizon": 900.0,
         "oracle": True,
+        "failures": None,
+        "checkpoint_interval": None,
+        "autoscale": None,
     }
     rounds = pd.read_csv(out / "rounds.csv")
     assert rounds["time"].max() < 900 and (rounds["time"] % 120 == 0).all()
@@ -277,12 +280,14 @@ def test_policies_lists_every_policy():
     assert "    --param p=-1.0  (float in [-10, 1])" in result.output
     from goodput_sim.agents import agent_names
 
+    scalers = lines.index(next(line for line in lines if line.startswith("autoscalers")))
     listed_agents = [
         line.split(":")[0].strip()
-        for line in lines[agents + 1 : -1]
+        for line in lines[agents + 1 : scalers]
         if line.startswith("  ") and not line.startswith("    ")
     ]
     assert listed_agents == agent_names()
+    assert "    --param autoscaler.low=0.5  (float in [0, 1])" in result.output
     assert "    --param mode=compute  (one of compute, time)" in result.output
     data = json.loads(invoke("policies", "--format", "json").output)
     assert data["policies"]["tiresias"]["default_agent"] == "fixed"

@@ -9,7 +9,7 @@ import click
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 
-RUN_KINDS = ("cdf", "bars", "apps", "utilization", "timeline", "jobs")
+RUN_KINDS = ("cdf", "bars", "apps", "utilization", "nodes", "timeline", "jobs")
 SWEEP_KINDS = ("load", "bars")
 
 
@@ -19,7 +19,8 @@ SWEEP_KINDS = ("load", "bars")
     "--kind",
     type=click.Choice(sorted({*RUN_KINDS, *SWEEP_KINDS})),
     default=None,
-    help="cdf, bars (with 95% CIs), apps, utilization, timeline or jobs for a run or comparison; "
+    help="cdf, bars (with 95% CIs), apps, utilization, nodes (cluster size), timeline or jobs for "
+    "a run or comparison; "
     "load or bars for a sweep [default: cdf, or load for a sweep].",
 )
 @click.option("--policy", default=None, help="The policy a timeline or jobs figure draws.")
@@ -63,9 +64,11 @@ def plot_cmd(
     else:
         if not data.rounds:
             raise InputError(results, "has no rounds.csv to draw over time")
+        cluster = next(iter(data.manifests.values()))["cluster"]
         if kind == "utilization":
-            total = next(iter(data.manifests.values()))["cluster"]["total_gpus"]
-            fig = plots.utilization_over_time(data.rounds, total, caption)
+            fig = plots.utilization_over_time(data.rounds, cluster["total_gpus"], caption)
+        elif kind == "nodes":
+            fig = plots.cluster_size_over_time(data.rounds, cluster["gpus_per_node"], caption)
         else:
             name = policy or next(iter(data.rounds))
             if name not in data.rounds:

@@ -315,18 +315,31 @@ def _fmt_hours(seconds: float) -> str:
 
 
 def print_comparison(comparison: Comparison) -> None:
-    """The comparison table and the claim check, as plain text."""
+    """The comparison table (with cost, and failures when nodes failed) and the claim check,
+    as plain text."""
     s = comparison.summary
+    priced = "cost" in s and s["cost"].notna().any()
+    failing = "avg_jct_without_failures" in s
+    extra = f" {'node-h':>7} {'of them':>7}" + (f" {'cost':>9}" if priced else "")
+    if failing:
+        extra += f" {'failures':>8} {'lost GPU-h':>10} {'avg w/o fail':>12}"
     click.echo(
         f"{'policy':<11} {'avg JCT':>9} {'median':>9} {'p95':>9} {'makespan':>9} "
-        f"{'GPU util':>8} {'ex/GPU-s':>9} {'unfinished':>10} {'wall':>7}"
+        f"{'GPU util':>8} {'ex/GPU-s':>9} {'unfinished':>10}{extra} {'wall':>7}"
     )
     for name, row in s.iterrows():
+        cells = f" {row.node_hours:>7.1f} {row.provisioned_gpu_utilization:>7.1%}"
+        cells += f" {row.cost:>9.2f}" if priced else ""
+        if failing:
+            cells += (
+                f" {int(row.node_failures):>8} {row.lost_gpu_hours:>10.1f} "
+                f"{_fmt_hours(row.avg_jct_without_failures):>12}"
+            )
         click.echo(
             f"{name:<11} {_fmt_hours(row.avg_jct):>9} {_fmt_hours(row.median_jct):>9} "
             f"{_fmt_hours(row.p95_jct):>9} {_fmt_hours(row.makespan):>9} "
             f"{row.gpu_utilization:>8.1%} {row.examples_per_gpu_second:>9.1f} "
-            f"{int(row.unfinished):>10} {row.wall_seconds:>6.1f}s"
+            f"{int(row.unfinished):>10}{cells} {row.wall_seconds:>6.1f}s"
         )
     claim = comparison.claim
     if not claim.get("available"):
