@@ -11,13 +11,23 @@ from goodput_sim.profiles.measured import (
     is_measurement_folder,
     load_measured_profiles,
 )
-from goodput_sim.profiles.parametric import ParametricProfile, load_parametric_profiles
+from goodput_sim.profiles.parametric import (
+    ParametricProfile,
+    load_parametric_profiles,
+    load_profile_yaml,
+)
+from goodput_sim.profiles.typed import (
+    TypedProfile,
+    is_typed_measurement_folder,
+    load_typed_measured_profiles,
+)
 
 __all__ = [
     "ApplicationProfile",
     "Limits",
     "MeasuredProfile",
     "ParametricProfile",
+    "TypedProfile",
     "Placement",
     "bundled_profiles_path",
     "canonical_placement",
@@ -36,8 +46,10 @@ def load_profiles(path: str | Path | None = None) -> dict[str, ApplicationProfil
     if not path.exists():
         raise InputError(path, "profiles path does not exist")
     if path.is_file():
-        profile = ParametricProfile.from_yaml(path)
+        profile = load_profile_yaml(path)
         return {profile.name: profile}
+    if is_typed_measurement_folder(path):
+        return dict(load_typed_measured_profiles(path))
     if is_measurement_folder(path):
         return dict(load_measured_profiles(path))
     return dict(load_parametric_profiles(path))

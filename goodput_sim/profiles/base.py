@@ -103,6 +103,10 @@ class ApplicationProfile(ABC):
     checkpoint_interval: float | None = None
     """Seconds of training between the application's checkpoints (None: the engine's default);
     what a node failure can undo."""
+    restart_delay: float | None = None
+    """Seconds a checkpoint-restore costs this application (None: the run's --restart-delay)."""
+    slowdown: float = 1.0
+    """Calibration: the true progress rate is divided by this (Sia SPEC 3.5); beliefs are not."""
 
     @abstractmethod
     def step_sync(self, placement: Placement, local_bsz: ArrayLike) -> tuple[NDArray, NDArray]:

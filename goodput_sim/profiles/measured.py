@@ -44,6 +44,17 @@ LIMIT_OVERRIDES: dict[str, dict[str, int]] = {
     "ncf": {"max_replicas": 1, "fixed_batch_size": 32768},  # SPEC 5.5, 6.2, 7.1
 }
 
+# Per-(application, GPU type) overrides for typed folders (Sia SPEC 1.2: deepspeech2 on rtx
+# fits at most 57 per GPU, although its file goes to 80). The Pollux overrides above are rules
+# of the Pollux artifact's T4 data and are not applied to typed folders.
+TYPE_LIMIT_OVERRIDES: dict[tuple[str, str], dict[str, int]] = {
+    ("deepspeech2", "rtx"): {"max_local_bsz": 57},
+}
+
+# Pipeline-parallel applications, whose files time one micro-batch on one stage rather than an
+# optimizer step (Sia SPEC 7): out of scope, skipped when a typed folder is read.
+PIPELINE_APPS = ("gpt_pmp",)
+
 _MAX_LOCAL_BSZ = 1e9  # examples per GPU
 _MAX_STEP_SECONDS = 1e5  # a measured optimizer step longer than a day is not a measurement
 _VALIDATION_NAME = re.compile(r"^validation-(\d+)\.csv$")
@@ -163,6 +174,13 @@ def _check_unique(path: Path, table: pd.DataFrame, key: tuple[str, ...], lines: 
         raise InputError(path, f"repeats the measurement {values}", where=lines[row])
 
 
+def _averaged(table: pd.DataFrame, key: tuple[str, ...]) -> tuple[pd.DataFrame, list[int]]:
+    """One row per key, repeated measurements averaged (rows in order of first appearance); the
+    line numbers no longer name single rows, so later checks report row positions."""
+    merged = table.groupby(list(key), sort=False, as_index=False).mean(numeric_only=True)
+    return merged[list(table.columns)], list(range(2, len(merged) + 2))
+
+
 def _data_lines(path: Path) -> list[int]:
     """1-based file line of every data row: the non-blank lines after the header."""
     with path.open(encoding="utf-8") as handle:
@@ -171,29 +189,38 @@ def _data_lines(path: Path) -> list[int]:
 
 
 class MeasuredProfile(ApplicationProfile):
-    """Ground truth read straight from a measurement folder, interpolated as SPEC 2 describes."""
+    """Ground truth read straight from a measurement folder, interpolated as SPEC 2 describes.
 
-    def __init__(self, folder: str | Path, name: str | None = None):
+    With ``gpu_type``, the step times are those of that GPU type (``placements-<type>.csv`` and
+    ``scalability-<type>.csv``, the Sia artifact's layout); the gradient statistics and progress
+    (``validation-*.csv``) are shared by every type."""
+
+    def __init__(self, folder: str | Path, name: str | None = None, gpu_type: str | None = None):
         folder = Path(folder)
         self.folder = folder
         self.name = name or folder.name
+        self.gpu_type = gpu_type
+        suffix = f"-{gpu_type}" if gpu_type else ""
+        placements_path = folder / f"placements{suffix}.csv"
+        scalability_path = folder / f"scalability{suffix}.csv"
         placements, lines = _read_table_lines(
-            folder / "placements.csv", PLACEMENT_COLUMNS, positive=PLACEMENT_COLUMNS[:3]
+            placements_path, PLACEMENT_COLUMNS, positive=PLACEMENT_COLUMNS[:3]
         )
-        self._check_sync(folder / "placements.csv", placements, lines)
-        _check_ranges(folder / "placements.csv", placements, lines)
-        _check_unique(folder / "placements.csv", placements, ("placement", "local_bsz"), lines)
-        self.placements = self._with_placement_columns(folder / "placements.csv", placements, lines)
+        self._check_sync(placements_path, placements, lines)
+        _check_ranges(placements_path, placements, lines)
+        if gpu_type:  # the Sia files repeat some measurements: averaged, as its oracle does
+            placements, lines = _averaged(placements, ("placement", "local_bsz"))
+        _check_unique(placements_path, placements, ("placement", "local_bsz"), lines)
+        self.placements = self._with_placement_columns(placements_path, placements, lines)
         scalability, lines = _read_table_lines(
-            folder / "scalability.csv", SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
+            scalability_path, SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
         )
-        self._check_sync(folder / "scalability.csv", scalability, lines)
-        _check_ranges(folder / "scalability.csv", scalability, lines)
+        self._check_sync(scalability_path, scalability, lines)
+        _check_ranges(scalability_path, scalability, lines)
+        if gpu_type:
+            scalability, lines = _averaged(scalability, ("num_nodes", "num_replicas", "local_bsz"))
         _check_unique(
-            folder / "scalability.csv",
-            scalability,
-            ("num_nodes", "num_replicas", "local_bsz"),
-            lines,
+            scalability_path, scalability, ("num_nodes", "num_replicas", "local_bsz"), lines
         )
         self.scalability = scalability
         self.batch_sizes, self.validation = self._read_validation(folder)
@@ -210,7 +237,11 @@ class MeasuredProfile(ApplicationProfile):
         self.progress_table = stacked["progress"]
         epochs = self.progress_table.shape[1]
         self.progress_thresholds = np.concatenate([[0.0], self.progress_table.min(axis=0)])
-        overrides = LIMIT_OVERRIDES.get(self.name, {})
+        overrides = (
+            TYPE_LIMIT_OVERRIDES.get((self.name, gpu_type), {})
+            if gpu_type
+            else LIMIT_OVERRIDES.get(self.name, {})
+        )
         self.limits = Limits(
             init_batch_size=int(self.batch_sizes[0]),
             max_batch_size=int(self.batch_sizes[-1]),
@@ -347,12 +378,28 @@ def is_measurement_folder(path: Path) -> bool:
     return any((child / "placements.csv").is_file() for child in path.iterdir() if child.is_dir())
 
 
-def load_measured_profiles(folder: str | Path) -> dict[str, MeasuredProfile]:
-    """Every application in a measurement folder, keyed by application name."""
+def load_measured_profiles(
+    folder: str | Path, gpu_type: str | None = None
+) -> dict[str, MeasuredProfile]:
+    """Every application in a measurement folder, keyed by application name; with
+    ``gpu_type``, every application measured on that type."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "measurement folder does not exist")
     apps = sorted(c for c in folder.iterdir() if c.is_dir() and not c.name.startswith("."))
+    if gpu_type is not None:
+        apps = [
+            a
+            for a in apps
+            if (a / f"placements-{gpu_type}.csv").is_file() and a.name not in PIPELINE_APPS
+        ]
     if not apps:
-        raise InputError(folder, "no application sub-folders found")
-    return {app.name: MeasuredProfile(app) for app in apps}
+        what = f"measured on GPU type {gpu_type!r}" if gpu_type else "sub-folders"
+        raise InputError(folder, f"no application {what} found")
+    return {app.name: MeasuredProfile(app, gpu_type=gpu_type) for app in apps}
+
+
+def measured_gpu_types(folder: str | Path) -> list[str]:
+    """GPU types a typed measurement folder has files for (``placements-<type>.csv``)."""
+    names = {p.name for p in Path(folder).glob("*/placements-*.csv")}
+    return sorted(n[len("placements-") : -len(".csv")] for n in names)

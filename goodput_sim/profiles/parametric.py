@@ -34,6 +34,20 @@ from goodput_sim.safe_yaml import load_yaml
 SCHEMA_VERSION = 1
 
 
+def _optional_seconds(
+    data: dict, key: str, source: str | Path, low: float, high: float
+) -> float | None:
+    """An optional number in [low, high] at the top level of a profile."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InputError(
+            source, f"must be a number in [{low:g}, {high:g}], found {value!r}", f"field {key}"
+        )
+    return float(value)
+
+
 def _checkpoint_interval(value: Any, source: str | Path) -> float | None:
     """The optional ``checkpoint_interval`` (seconds of training between checkpoints)."""
     if value is None:
@@ -128,6 +142,8 @@ class ParametricProfile(ApplicationProfile):
         self._log_sqr = _array(stats, "log_grad_sqr", source, "gradient_stats", ndim=2)
         self._log_var = _array(stats, "log_grad_var", source, "gradient_stats", ndim=2)
         self.checkpoint_interval = _checkpoint_interval(data.get("checkpoint_interval"), source)
+        self.restart_delay = _optional_seconds(data, "restart_delay", source, 0.0, 86400.0)
+        self.slowdown = _optional_seconds(data, "slowdown", source, 1.0, 100.0) or 1.0
         self._validate(source)
 
     def _validate(self, source) -> None:
@@ -292,15 +308,46 @@ class ParametricProfile(ApplicationProfile):
         return cumulative[np.arange(flat.size), rows].reshape(batch_size.shape)
 
 
-def load_parametric_profiles(folder: str | Path) -> dict[str, ParametricProfile]:
+def load_profile_yaml(path: str | Path) -> ApplicationProfile:
+    """One YAML profile: a :class:`ParametricProfile`, or, with a ``gpu_types`` section (each
+    type's ``limits`` overrides and ``throughput``), a :class:`TypedProfile` of them."""
+    from goodput_sim.profiles.typed import TypedProfile
+
+    path = Path(path)
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a mapping at the top level")
+    sections = data.get("gpu_types")
+    if sections is None:
+        return ParametricProfile(data, source=path)
+    if not isinstance(sections, dict) or not sections:
+        raise InputError(path, "must map GPU type names to sections", "field gpu_types")
+    shared = {k: v for k, v in data.items() if k != "gpu_types"}
+    by_type = {}
+    for gpu_type, section in sections.items():
+        where = f"field gpu_types.{gpu_type}"
+        if not isinstance(section, dict) or set(section) - {"limits", "throughput"}:
+            raise InputError(path, "expected limits and throughput", where)
+        limits = {**(shared.get("limits") or {}), **(section.get("limits") or {})}
+        merged = {**shared, "limits": limits, "throughput": section.get("throughput")}
+        by_type[str(gpu_type)] = ParametricProfile(merged, source=f"{path} [{gpu_type}]")
+    return TypedProfile(
+        next(iter(by_type.values())).name,
+        {t: (lambda p=p: p) for t, p in by_type.items()},
+        by_type[next(iter(by_type))].restart_delay,
+        by_type[next(iter(by_type))].slowdown,
+    )
+
+
+def load_parametric_profiles(folder: str | Path) -> dict[str, ApplicationProfile]:
     """Every ``*.yaml`` profile in ``folder``, keyed by application name."""
     folder = Path(folder)
     files = sorted(folder.glob("*.yaml"))
     if not files:
         raise InputError(folder, "no *.yaml profiles found")
-    profiles: dict[str, ParametricProfile] = {}
+    profiles: dict[str, ApplicationProfile] = {}
     for path in files:
-        profile = ParametricProfile.from_yaml(path)
+        profile = load_profile_yaml(path)
         if profile.name in profiles:
             raise InputError(
                 path,
