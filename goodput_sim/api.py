@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from goodput_sim import __version__, jsonio
 from goodput_sim.agents import BatchAgent, agent_class
-from goodput_sim.cluster import ClusterSpec, parse_cluster
+from goodput_sim.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.engine import SimConfig, SimResult, Simulation, pool_cluster
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import claim_check, run_summary
@@ -132,6 +132,7 @@ def run(
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster, config)
     frame = _workload(workload, profile_map, spec)
+    check_gpu_types(spec, profile_map, frame["application"])
     with progress_bar(progress, len(frame), policy, "job") as bar:
         sim = Simulation(frame, profile_map, scheduler, spec, config, batch_agent, bar.update)
         return sim.run()
@@ -184,6 +185,7 @@ def compare(
     spec = as_cluster(cluster, config)
     profile_map = load_profiles(profiles)
     frame = _workload(workload, profile_map, spec)
+    check_gpu_types(spec, profile_map, frame["application"])
     tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
     with progress_bar(progress, len(tasks), "policies", "run") as bar:
         if workers > 1 and len(tasks) > 1:

@@ -4,8 +4,8 @@ representation (GPUs of a job on each node)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -17,7 +17,6 @@ from goodput_sim.safe_yaml import load_yaml
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles describe
-KNOWN_GPU_TYPES = (DEFAULT_GPU_TYPE,)  # types the profiles have measurements for
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,7 @@ class ClusterSpec:
 
     groups: tuple[NodeGroup, ...] = (NodeGroup(16, 4),)
     offline: frozenset[int] = frozenset()
+    source: str | None = field(default=None, compare=False)  # the file it was read from
 
     @classmethod
     def uniform(cls, nodes: int, gpus_per_node: int, gpu_type: str = DEFAULT_GPU_TYPE):
@@ -73,7 +73,24 @@ class ClusterSpec:
     def with_offline(self, nodes: Iterable[int]) -> ClusterSpec:
         """The same machines with ``nodes`` offline (the live view a round's policy sees)."""
         offline = frozenset(int(n) for n in nodes)
-        return self if offline == self.offline else ClusterSpec(self.groups, offline)
+        return self if offline == self.offline else ClusterSpec(self.groups, offline, self.source)
+
+    @cached_property
+    def type_order(self) -> tuple[str, ...]:
+        """The cluster's GPU types in the order their groups first appear."""
+        return tuple(dict.fromkeys(g.gpu_type for g in self.groups))
+
+    @cached_property
+    def node_type_index(self) -> NDArray[np.int64]:
+        """Index in ``type_order`` of each node's GPU type (read-only)."""
+        order = {t: k for k, t in enumerate(self.type_order)}
+        out = np.array([order[t] for t in self.gpu_types], dtype=np.int64)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.type_order) > 1
 
     @property
     def nodes(self) -> int:
@@ -90,7 +107,7 @@ class ClusterSpec:
 
     @property
     def gpu_type(self) -> str:
-        """The one GPU type of the cluster (mixed types are refused, see ``parse_cluster``)."""
+        """The cluster's first GPU type (its only one unless ``mixed``)."""
         return self.groups[0].gpu_type
 
     def describe(self) -> dict:
@@ -142,7 +159,7 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
         groups = [_checked_group(e, path, f"groups[{k}].") for k, e in enumerate(entries)]
     else:
         groups = [_checked_group(data, path, "")]
-    return _checked_types(ClusterSpec(tuple(groups)), path)
+    return ClusterSpec(tuple(groups), source=str(path))
 
 
 def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
@@ -176,19 +193,24 @@ def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
     return NodeGroup(**values)
 
 
-def _checked_types(cluster: ClusterSpec, source: str | Path) -> ClusterSpec:
-    """Refuse what GPU types cannot mean yet: a mix of types, or a type no profile knows."""
-    types = sorted(set(cluster.gpu_types))
-    if len(types) > 1:
-        raise InputError(
-            source, f"mixes GPU types {types}; heterogeneous clusters are not supported yet"
-        )
-    if types[0] not in KNOWN_GPU_TYPES:
-        raise InputError(
-            source,
-            f"GPU type {types[0]!r} has no profiles; known: {', '.join(KNOWN_GPU_TYPES)}",
-        )
-    return cluster
+def check_gpu_types(cluster: ClusterSpec, profiles: Mapping, applications) -> None:
+    """Refuse a cluster whose GPU types some application of the workload has no profile for:
+    single-type profiles are the Pollux testbed's T4s; typed profiles name their types."""
+    source = cluster.source or "--cluster"
+    for app in sorted(set(applications)):
+        known = getattr(profiles[app], "gpu_types", (DEFAULT_GPU_TYPE,))
+        missing = [t for t in cluster.type_order if t not in known]
+        if missing and cluster.mixed and len(known) == 1:
+            raise InputError(
+                source,
+                f"mixes GPU types {sorted(cluster.type_order)}, but the {app!r} profile is of "
+                f"one type ({known[0]}); give profiles by GPU type (see traces/profiles-sia)",
+            )
+        if missing:
+            raise InputError(
+                source,
+                f"GPU type {missing[0]!r} has no profiles for {app!r}; known: {', '.join(known)}",
+            )
 
 
 def placement_of(row: Iterable) -> tuple[int, ...]:

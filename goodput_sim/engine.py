@@ -41,6 +41,7 @@ from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
+from goodput_sim.profiles.typed import TypedProfile
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -173,6 +174,8 @@ class Simulation:
         self.profiles = profiles
         self.fit_memo = FitMemo()  # owned by this run: no other simulation shares its entries
         oracle_params = self._oracle_params(workload) if self.config.oracle else {}
+        home = self.cluster.type_order[0]
+        truths = {app: _truth(profile, home) for app, profile in profiles.items()}
         self.jobs = [
             Job(
                 JobSpec(
@@ -182,9 +185,9 @@ class Simulation:
                     int(r.num_replicas),
                     int(r.batch_size),
                 ),
-                profiles[r.application],
+                truths[r.application],
                 JobBelief(
-                    profiles[r.application].limits,
+                    truths[r.application].limits,
                     oracle_params.get(r.application),
                     self.fit_memo,
                 ),
@@ -192,6 +195,20 @@ class Simulation:
             )
             for r in workload.itertuples(index=False)
         ]
+        self.typed = self.cluster.mixed or any(
+            isinstance(profiles[a], TypedProfile) for a in set(workload["application"])
+        )
+        if self.typed:
+            if self.config.oracle:
+                raise InputError("--oracle", "is not supported on profiles by GPU type")
+            for job in self.jobs:
+                job.typed = profiles[job.spec.application]
+                if not isinstance(job.typed, TypedProfile):
+                    job.typed = TypedProfile(job.typed.name, {home: lambda p=job.typed: p})
+                job.type_beliefs = {
+                    t: JobBelief(job.typed.for_type(t).limits, None, self.fit_memo)
+                    for t in self.cluster.type_order
+                }
         self.round_records: list[dict] = []
         self.policy_seconds: list[float] = []
         self.env = simpy.Environment()
@@ -397,12 +414,18 @@ class Simulation:
         down = sum(min(duration, end - at) for at, _, duration in self.failure_log)
         price = self.config.autoscale.node_price if self.config.autoscale else None
         node_hours = self.node_seconds / 3600.0
-        return {
+        out = {
             "node_hours": node_hours,
             "node_failures": len(self.failure_log),
             "node_hours_failed": down / 3600.0,
             "cost": node_hours * price if price is not None else float("nan"),
         }
+        if self.typed:
+            for gpu_type in self.cluster.type_order:
+                seconds = sum(j.gpu_seconds_by_type.get(gpu_type, 0.0) for j in self.jobs)
+                out[f"gpu_hours_{gpu_type}"] = seconds / 3600.0
+            out["type_moves"] = sum(max(len(j.type_history) - 1, 0) for j in self.jobs)
+        return out
 
     def _guard(self, now: float) -> str | None:
         """Why a runaway run must stop now, if it must: too much wall time (``max_wall``) or
@@ -434,10 +457,14 @@ class Simulation:
         active = self.active
         scaler_reads = self.scaler is not None and self.scaler.reads_beliefs
         refresh = self.policy.reads_beliefs or self.agent.reads_beliefs or scaler_reads
+        typed_refresh = self.typed and self.policy.type_aware
         for job in active:
             self._update_grad_stats(job)
             if refresh:
                 job.belief.refresh()
+            if typed_refresh:
+                for belief in job.type_beliefs.values():
+                    belief.refresh()
         views = tuple(self._view(job, now) for job in active)
         if self.scaler is not None and self._autoscale(now, views):
             views = tuple(self._view(job, now) for job in active)  # some were preempted
@@ -454,7 +481,10 @@ class Simulation:
                 f"policy {self.policy.name} returned {type(decision).__name__}, "
                 "expected a goodput_sim.policies.Decision"
             )
-        rows = decision.validated(self.policy.name, [job.name for job in active], live.capacity)
+        types = live.node_type_index if live.mixed else None
+        rows = decision.validated(
+            self.policy.name, [job.name for job in active], live.capacity, types
+        )
         orders = decision.node_orders if self.config.placement_order == "allocation" else {}
         for job in active:
             if not np.array_equal(rows[job.name], job.allocation):
@@ -478,18 +508,41 @@ class Simulation:
         if job.replicas == 0:  # preempted: no restart counted until it runs again
             job.local_bsz = job.accum_steps = 0
             return
+        if job.typed is not None:
+            self._switch_type(job)
         if job.start_time is None:
             job.start_time = now
         elif had:
             job.num_restarts += 1
-        job.restart_remaining = self.config.restart_delay
+        job.restart_remaining = self._restart_delay(job)
         if job.restore_pending:
             job.restores += 1
             job.restore_pending = False
         # Restarts save the job's state (a checkpoint) and training resumes after the delay.
-        resumed = now + self.config.restart_delay
+        resumed = now + job.restart_remaining
         job.checkpoint = (job.progress, job.epoch, resumed)
         job.next_checkpoint = resumed + self._checkpoint_interval(job)
+
+    def _switch_type(self, job: Job) -> None:
+        """Run the job on the GPU type of its new nodes (a job never spans two types)."""
+        node = int(np.flatnonzero(job.allocation)[0])
+        gpu_type = self.cluster.gpu_types[node]
+        if gpu_type != job.gpu_type:
+            job.gpu_type = gpu_type
+            job.profile = job.typed.for_type(gpu_type)
+            job.type_history.append(gpu_type)
+
+    def _restart_delay(self, job: Job) -> float:
+        """The application's own checkpoint-restore delay, else the run's."""
+        own = job.profile.restart_delay
+        return self.config.restart_delay if own is None else own
+
+    def _plan_belief(self, job: Job) -> JobBelief:
+        """The belief a job's batch is chosen from: per GPU type under a type-aware policy, the
+        type-blind one otherwise."""
+        if job.typed is not None and self.policy.type_aware and job.gpu_type is not None:
+            return job.type_beliefs[job.gpu_type]
+        return job.belief
 
     def _view(self, job: Job, now: float) -> JobView:
         return JobView(
@@ -506,6 +559,13 @@ class Simulation:
             epoch=job.epoch,
             belief=job.belief.view(),
             truth=job.profile if self.policy.needs_oracle else None,
+            gpu_type=job.gpu_type if job.replicas else None,
+            type_beliefs={t: b.view() for t, b in job.type_beliefs.items()}
+            if job.typed is not None and self.policy.type_aware
+            else None,
+            type_truths={t: job.typed.for_type(t) for t in self.cluster.type_order}
+            if job.typed is not None and self.policy.needs_oracle
+            else None,
         )
 
     def _update_grad_stats(self, job: Job) -> None:
@@ -516,13 +576,15 @@ class Simulation:
             job.stats_key = key
             sqr, var = job.profile.grad_stats(*key)
             job.belief.set_grad_stats(float(sqr), float(var))
+            for belief in job.type_beliefs.values():  # statistics do not depend on the GPU
+                belief.set_grad_stats(float(sqr), float(var))
 
     # ------------------------------------------------------------------------------ advance
     def _ensure_plan(self, job: Job, hint: Mapping[str, Any] | None) -> None:
         """The job's per-epoch plan on its allocation, asking its agent when something the plan
         depends on changed: the allocation (a reallocation drops the plan), what of the belief
         the agent reads, the interference slowdown, or the policy's hint."""
-        belief = job.belief.view()
+        belief = self._plan_belief(job).view()
         key = (self.agent.depends_on(belief), job.slowdown, _hint_key(hint))
         if job.plan is not None and job.plan.key == key:
             return
@@ -587,6 +649,9 @@ class Simulation:
                 finish = self._cross_epochs(job, plan, k0, t, available)
                 stop = end if finish is None else finish
         job.gpu_seconds += job.replicas * (stop - start)
+        if job.typed is not None:
+            by_type = job.gpu_seconds_by_type
+            by_type[job.gpu_type] = by_type.get(job.gpu_type, 0.0) + job.replicas * (stop - start)
         job.train_seconds += max(stop - t, 0.0)
         job.train_gpu_seconds += job.replicas * max(stop - t, 0.0)
 
@@ -636,6 +701,10 @@ class Simulation:
             if b not in seen:
                 seen.add(b)
                 job.belief.observe(job.nodes_used, job.replicas, b, float(step[k]), float(sync[k]))
+                if job.typed is not None:
+                    job.type_beliefs[job.gpu_type].observe(
+                        job.nodes_used, job.replicas, b, float(step[k]), float(sync[k])
+                    )
 
     # ------------------------------------------------------------------------------ records
     def _record_round(self, now: float, active: list[Job]) -> None:
@@ -686,6 +755,11 @@ class Simulation:
                     "lost_epochs": job.lost_epochs,
                 }
             )
+            if self.typed:
+                rows[-1]["gpu_types"] = ">".join(job.type_history)
+                rows[-1]["gpu_hours_by_type"] = ";".join(
+                    f"{t}={s / 3600:.6f}" for t, s in job.gpu_seconds_by_type.items()
+                )
         return pd.DataFrame(rows)
 
     def _check_finishable(self) -> None:
@@ -751,8 +825,15 @@ def _epoch_rates(
     total = replicas * local_bsz * (accum + 1)
     sqr, var = profile.grad_stats(total, epochs)
     iteration = iteration_seconds(step, sync, accum) / (1.0 - slowdown)
+    if profile.slowdown != 1.0:  # calibration to real runs (Sia SPEC 3.5); beliefs are not slowed
+        iteration = iteration * profile.slowdown
     rate = gain(total, profile.limits.init_batch_size, sqr, var) / iteration
     return step, sync, total, iteration, rate
+
+
+def _truth(profile: ApplicationProfile, gpu_type: str) -> ApplicationProfile:
+    """A job's ground truth before it runs: its profile on the cluster's first GPU type."""
+    return profile.for_type(gpu_type) if isinstance(profile, TypedProfile) else profile
 
 
 def _state_at(job: Job, start: float, when: float) -> tuple[float, int]:

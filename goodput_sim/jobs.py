@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -212,6 +213,14 @@ class Job:
     checkpoint: tuple[float, int, float] = (0.0, 0, 0.0)  # (progress, epoch, time) last saved
     next_checkpoint: float = float("inf")  # when the next periodic checkpoint is taken
     restore_pending: bool = False  # the next allocation restores from a checkpoint
+    # Several GPU types: the application's profiles by type, the type the job runs on (its
+    # ``profile`` is that type's), the types it ran on, its beliefs per type (each fed only by
+    # what it ran there) and its GPU-seconds per type.
+    typed: Any = None
+    gpu_type: str | None = None
+    type_history: list[str] = field(default_factory=list)
+    type_beliefs: dict[str, JobBelief] = field(default_factory=dict)
+    gpu_seconds_by_type: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.assign(np.zeros(self.num_nodes, dtype=np.int64))

@@ -25,6 +25,8 @@ JOBS = {
     "restores": "count of restarts from a checkpoint after a failure",
     "lost_gpu_seconds": "GPU-s of training undone by failures (back to the last checkpoint)",
     "lost_epochs": "epochs of progress undone by failures (fractional)",
+    "gpu_types": "GPU types run on, in order, joined by > (typed runs only)",
+    "gpu_hours_by_type": "type=GPU-h allocated;... (typed runs only)",
 }
 ROUNDS = {
     "time": "s",
@@ -60,6 +62,8 @@ SUMMARY = {
     "cost": "node_hours x --node-price (empty without a price)",
     "avg_jct_without_failures": "s, the same run with no node failing",
     "provisioned_gpu_utilization": "fraction of provisioned GPU-s allocated to jobs",
+    "gpu_hours_<type>": "GPU-h allocated on that GPU type (typed runs only)",
+    "type_moves": "count of job moves between GPU types (typed runs only)",
 }
 
 

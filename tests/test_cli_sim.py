@@ -352,9 +352,9 @@ def test_node_groups_of_different_sizes_run(small_csv, tmp_path):
         (
             "groups:\n  - {nodes: 2, gpus_per_node: 4, gpu_type: T4}\n"
             "  - {nodes: 2, gpus_per_node: 4, gpu_type: A100}\n",
-            "mixes GPU types ['A100', 'T4']; heterogeneous clusters are not supported yet",
+            "mixes GPU types ['A100', 'T4'], but the 'cifar10' profile is of one type (T4)",
         ),
-        ("nodes: 2\ngpus_per_node: 4\ngpu_type: A100\n", "GPU type 'A100' has no profiles"),
+        ("nodes: 2\ngpus_per_node: 4\ngpu_type: A100\n", "GPU type 'A100' has no profiles for"),
         ("groups: []\n", "field groups: must be a non-empty list"),
         ("groups:\n  - {nodes: 2}\n", "field groups[0].gpus_per_node: is required"),
         ("groups:\n  - {nodes: 2, gpus_per_node: 4, racks: 3}\n", "unknown field(s) ['racks']"),

@@ -94,8 +94,8 @@ def test_every_round_respects_the_cluster_and_accounting(policy, profiles, monke
     decisions = []
     original = Decision.validated
 
-    def checked(self, policy_name, names, capacity):
-        rows = original(self, policy_name, names, capacity)
+    def checked(self, policy_name, names, capacity, node_types=None):
+        rows = original(self, policy_name, names, capacity, node_types)
         matrix = np.array([rows[name] for name in names])
         assert matrix.shape == (len(names), SMALL_CLUSTER.nodes)
         assert (matrix >= 0).all()

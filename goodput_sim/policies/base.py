@@ -44,6 +44,12 @@ class JobView:
     epoch: int
     belief: BeliefView
     truth: ApplicationProfile | None = None  # only for policies with needs_oracle
+    # On clusters of several GPU types: the type the job runs on (None when it waits), and for
+    # type-aware policies its belief per type (fed only by what it ran on that type) and, for
+    # oracle policies, its ground truth per type.
+    gpu_type: str | None = None
+    type_beliefs: Mapping[str, BeliefView] | None = None
+    type_truths: Mapping[str, ApplicationProfile] | None = None
 
     @property
     def replicas(self) -> int:
@@ -72,11 +78,16 @@ class Decision:
     node_orders: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def validated(
-        self, policy: str, names: list[str], capacity: NDArray[np.int64]
+        self,
+        policy: str,
+        names: list[str],
+        capacity: NDArray[np.int64],
+        node_types: NDArray[np.int64] | None = None,
     ) -> dict[str, NDArray[np.int64]]:
         """Every job's row, after checking the decision in one place: known jobs, integer rows
-        of one entry per node, non-negative, no node over its capacity. An illegal decision is
-        a bug in the policy: ``RuntimeError`` naming the policy and the job or node."""
+        of one entry per node, non-negative, no node over its capacity, and (given each node's
+        GPU type index) no job on two GPU types. An illegal decision is a bug in the policy:
+        ``RuntimeError`` naming the policy and the job or node."""
         known = set(names)
         kinds = (
             ("allocated", self.allocations),
@@ -111,6 +122,10 @@ class Decision:
         if len(over):
             raise RuntimeError(f"policy {policy} over-subscribed node(s) {over.tolist()}")
         rows = dict(zip(names, matrix, strict=True))
+        if node_types is not None:
+            for name, row in rows.items():
+                if len(set(node_types[row > 0].tolist())) > 1:
+                    raise RuntimeError(f"policy {policy} put job {name!r} on two GPU types")
         for name, order in self.node_orders.items():
             if sorted(order) != np.flatnonzero(rows[name]).tolist():
                 raise RuntimeError(
@@ -128,6 +143,7 @@ class Policy(ABC):
     default_agent: ClassVar[str] = "fixed"
     params: ClassVar[tuple[Param, ...]] = ()
     reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
+    type_aware: ClassVar[bool] = False  # reads per-GPU-type beliefs (kept fresh for it)
 
     def __init__(self, seed: int = 0, **values: Any):
         self.seed = seed

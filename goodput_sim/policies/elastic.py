@@ -23,6 +23,7 @@ from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.greedy import solve_greedy
+from goodput_sim.policies.placement import one_type_rows
 from goodput_sim.policies.problem import AllocationProblem, Fairness, speedup_table
 
 ELASTIC_PARAMS = (
@@ -62,7 +63,9 @@ class ElasticPolicy(Policy):
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
-        allocation = solve_greedy(problem, snapshot.cluster.total_gpus)
+        allocation = one_type_rows(
+            solve_greedy(problem, snapshot.cluster.total_gpus), snapshot.cluster, POWER_ORDER
+        )
         return Decision(dict(zip(problem.names, allocation, strict=True)))
 
     def problem(self, snapshot: Snapshot) -> AllocationProblem:
@@ -131,6 +134,11 @@ class ElasticPolicy(Policy):
 
     def describe(self) -> dict:
         return {**super().describe(), "optimizer": "greedy"}
+
+
+POWER_ORDER = ("dgx-ext", "dgx", "azure", "quad", "rtx", "aws")
+"""GPU types from most to least powerful, for the one-type repair of a type-blind allocation
+(Sia SPEC 5.4's order, with the A100 ``dgx`` profile it leaves out placed beside ``dgx-ext``)."""
 
 
 def best_goodputs(

@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 from goodput_sim.cluster import distributed_cells
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Snapshot, register
-from goodput_sim.policies.elastic import ELASTIC_PARAMS, Goodput
+from goodput_sim.policies.elastic import ELASTIC_PARAMS, POWER_ORDER, Goodput
+from goodput_sim.policies.placement import one_type_rows
 from goodput_sim.policies.problem import AllocationProblem
 
 POPULATION = 100
@@ -114,6 +115,7 @@ class GoodputGenetic(Goodput):
             population=self.population,
             generations=self.generations,
         )
+        best = one_type_rows(best, snapshot.cluster, POWER_ORDER)
         return Decision(dict(zip(problem.names, best, strict=True)))
 
     def describe(self) -> dict:

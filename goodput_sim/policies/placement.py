@@ -32,7 +32,8 @@ def fill_most_free(
 def keep_or_fill(jobs: list[JobView], counts: dict[str, int], cluster: ClusterSpec) -> Decision:
     """Rows for GPU counts per job: a running job whose count is unchanged keeps its row; the
     others, in the order of ``jobs``, take GPUs from the most-free nodes (left out if short),
-    their node orders recorded."""
+    their node orders recorded. On a cluster of several GPU types a job takes its GPUs from one
+    type: the first, in the cluster's type order, with room for all of them."""
     free = cluster.capacity.copy()
     decision: dict[str, NDArray[np.int64]] = {}
     orders: dict[str, tuple[int, ...]] = {}
@@ -40,9 +41,42 @@ def keep_or_fill(jobs: list[JobView], counts: dict[str, int], cluster: ClusterSp
         if counts.get(job.name, 0) > 0 and job.replicas == counts[job.name]:
             decision[job.name] = job.allocation.copy()
             free -= job.allocation
+    types = cluster.node_type_index if cluster.mixed else None
     for job in jobs:
         if counts.get(job.name, 0) > 0 and job.name not in decision:
-            filled = fill_most_free(counts[job.name], free)
+            filled = _fill(counts[job.name], free, types)
             if filled is not None:
                 decision[job.name], orders[job.name] = filled
     return Decision(decision, node_orders=orders)
+
+
+def _fill(needed: int, free: NDArray[np.int64], types: NDArray[np.int64] | None):
+    """``fill_most_free`` on the whole cluster, or on the first GPU type with room."""
+    if types is None:
+        return fill_most_free(needed, free)
+    for gpu_type in range(int(types.max()) + 1):
+        mine = np.where(types == gpu_type, free, 0)
+        filled = fill_most_free(needed, mine)
+        if filled is not None:
+            free -= filled[0]
+            return filled
+    return None
+
+
+def one_type_rows(
+    rows: NDArray[np.int64], cluster: ClusterSpec, preference: tuple[str, ...] = ()
+) -> NDArray[np.int64]:
+    """Allocation rows repaired to one GPU type each, as the reference repairs its
+    heterogeneity-unaware Pollux (Sia SPEC 5.4): a job keeps the type holding most of its GPUs
+    (ties: the earlier type in ``preference``, then in the cluster's order); its GPUs on other
+    types idle for the round."""
+    if not cluster.mixed or not len(rows):
+        return rows
+    types = cluster.node_type_index
+    order = cluster.type_order
+    ranked = sorted(order, key=lambda t: (preference.index(t) if t in preference else 99, t))
+    rank = np.array([ranked.index(t) for t in order])  # 0 = preferred
+    per_type = np.stack([rows[:, types == k].sum(axis=1) for k in range(len(order))], axis=1)
+    keys = per_type * len(order) + (len(order) - 1 - rank)  # most GPUs, then preferred
+    keep = np.argmax(keys, axis=1)
+    return np.where(types[None, :] == keep[:, None], rows, 0)

@@ -1,0 +1,246 @@
+"""Numerical core of a heterogeneity-aware Gavel policy (Narayanan et al., OSDI'20).
+
+:func:`max_min_fair_allocation` solves Gavel's max-min fairness over normalised effective
+throughput as a linear programme (SciPy's HiGHS): the fraction of time each job should spend
+on each GPU type. :class:`RoundScheduler` realises such fractions round by round with Gavel's
+priority mechanism (time share wanted over time share received).
+
+Definitions, for job ``j`` and GPU type ``t`` (``C = sum_t capacity[t]``, ``J`` jobs):
+
+* ``usable[j, t]``: ``throughput[j, t] > 1e-9 * max_t throughput[j, t]`` and
+  ``replicas[j] <= capacity[t]``; ``x[j, t]`` is fixed at 0 elsewhere.
+* effective throughput ``eff[j, t] = throughput[j, t]`` where usable, else 0.
+* reference ``ref[j] = sum_t eff[j, t] * capacity[t] / C * min(1, C / (J * replicas[j]))``: what
+  the job would get from an equal share of every type's GPUs, capped at running all the time.
+  Jobs with ``ref[j] == 0`` cannot run anywhere: they get ``x = 0`` and are left out of the min.
+* normalised throughput ``n[j] = sum_t eff[j, t] * x[j, t] / ref[j]``.
+
+Pass 1 maximises ``z = min_j n[j]``. Pass 2 (tie-breaking and utilisation, in the spirit of
+Gavel's water-filling) keeps every ``n[j] >= (1 - 1e-9) * z`` and maximises ``sum_j n[j]``, so
+capacity that max-min fairness leaves idle goes to jobs that can use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import linprog
+from scipy.sparse import coo_array, csr_array, hstack, vstack
+
+_TINY = 1e-9  # throughput at or below this fraction of the job's best counts as "cannot run"
+_KEEP = 1.0 - 1e-9  # pass 2 keeps the max-min value at this fraction of its optimum
+_NEW_PRIORITY = 1e9  # priority multiplier for a pair that has received no time at all
+
+
+def _validated(
+    throughput: ArrayLike, replicas: ArrayLike, capacity: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    thr = np.asarray(throughput, dtype=float)
+    if thr.ndim != 2 or thr.shape[1] == 0:
+        raise ValueError(
+            f"throughput must be a (jobs, types) array with types >= 1, got shape {thr.shape}"
+        )
+    num_jobs, num_types = thr.shape
+    if not np.all(np.isfinite(thr)) or np.any(thr < 0):
+        raise ValueError("throughput must be finite and non-negative")
+    reps = np.asarray(replicas, dtype=float)
+    if reps.shape != (num_jobs,):
+        raise ValueError(f"replicas must have shape ({num_jobs},), got {reps.shape}")
+    if not np.all(np.isfinite(reps)) or np.any(reps < 1) or np.any(reps != np.round(reps)):
+        raise ValueError("replicas must be positive integers")
+    cap = np.asarray(capacity, dtype=float)
+    if cap.shape != (num_types,):
+        raise ValueError(f"capacity must have shape ({num_types},), got {cap.shape}")
+    if not np.all(np.isfinite(cap)) or np.any(cap < 0):
+        raise ValueError("capacity must be finite and non-negative")
+    return thr, reps, cap
+
+
+def effective_throughput(
+    throughput: ArrayLike, replicas: ArrayLike, capacity: ArrayLike
+) -> NDArray[np.float64]:
+    """``throughput`` with the pairs a job cannot use (tiny throughput, or more GPUs than the
+    type has) set to 0."""
+    thr, reps, cap = _validated(throughput, replicas, capacity)
+    return _effective(thr, reps, cap)
+
+
+def _effective(
+    thr: NDArray[np.float64], reps: NDArray[np.float64], cap: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    best = thr.max(axis=1, keepdims=True)
+    usable = (thr > _TINY * best) & (reps[:, None] <= cap[None, :])
+    return np.where(usable, thr, 0.0)
+
+
+def reference_throughput(
+    throughput: ArrayLike, replicas: ArrayLike, capacity: ArrayLike
+) -> NDArray[np.float64]:
+    """Each job's throughput under an equal share of every GPU type (see the module notes)."""
+    thr, reps, cap = _validated(throughput, replicas, capacity)
+    return _reference(_effective(thr, reps, cap), reps, cap)
+
+
+def _reference(
+    eff: NDArray[np.float64], reps: NDArray[np.float64], cap: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    total = cap.sum()
+    if total <= 0 or eff.shape[0] == 0:
+        return np.zeros(eff.shape[0])
+    share = np.minimum(1.0, total / (eff.shape[0] * reps))
+    return (eff @ (cap / total)) * share
+
+
+def max_min_fair_allocation(
+    throughput: ArrayLike, replicas: ArrayLike, capacity: ArrayLike
+) -> NDArray[np.float64]:
+    """Fraction of time ``x[j, t]`` that job ``j`` should run on GPU type ``t``.
+
+    ``throughput`` is (jobs, types), iterations/s at each job's fixed GPU count; ``replicas``
+    (jobs,) the GPUs each job needs; ``capacity`` (types,) the GPUs of each type. The result
+    satisfies ``sum_t x[j, t] <= 1`` and ``sum_j replicas[j] * x[j, t] <= capacity[t]``, and
+    maximises the minimum normalised throughput, then the total (module notes). Rounded to
+    1e-9, clipped to [0, 1], deterministic. Raises ``ValueError`` on bad input.
+    """
+    thr, reps, cap = _validated(throughput, replicas, capacity)
+    num_jobs, num_types = thr.shape
+    eff = _effective(thr, reps, cap)
+    ref = _reference(eff, reps, cap)
+    active = np.flatnonzero(ref > 0)
+    x = np.zeros((num_jobs, num_types))
+    if active.size == 0:
+        return x
+
+    # Normalised throughput per unit of x; variables are x flattened row-major (j * T + t).
+    gain = np.zeros_like(eff)
+    gain[active] = eff[active] / ref[active, None]
+    n_vars = num_jobs * num_types
+    jobs_idx = np.repeat(np.arange(num_jobs), num_types)
+    types_idx = np.tile(np.arange(num_types), num_jobs)
+    cols = np.arange(n_vars)
+    per_job = coo_array((np.ones(n_vars), (jobs_idx, cols)), shape=(num_jobs, n_vars))
+    per_type = coo_array((reps[jobs_idx], (types_idx, cols)), shape=(num_types, n_vars))
+    fair = _fair_rows(gain, active)
+    limits = np.concatenate([np.ones(num_jobs), cap])
+    bounds = [(0.0, 1.0 if usable else 0.0) for usable in eff.ravel() > 0]
+
+    # Pass 1: maximise z subject to z <= n[j] for every active job (z is the last variable).
+    z_col = coo_array(
+        np.concatenate([np.zeros(num_jobs + num_types), np.ones(active.size)]).reshape(-1, 1)
+    )
+    a1 = vstack([per_job, per_type, fair]).tocsr()
+    first = linprog(
+        c=np.concatenate([np.zeros(n_vars), [-1.0]]),
+        A_ub=hstack([a1, z_col]).tocsr(),
+        b_ub=np.concatenate([limits, np.zeros(active.size)]),
+        bounds=[*bounds, (0.0, None)],
+        method="highs",
+    )
+    if first.status != 0:
+        raise RuntimeError(f"max-min fairness LP failed: {first.message}")
+    best = first.x[:n_vars]
+    z = float(first.x[-1])
+
+    # Pass 2: keep n[j] >= (1 - 1e-9) z and maximise sum_j n[j].
+    second = linprog(
+        c=-gain.ravel(),
+        A_ub=a1,
+        b_ub=np.concatenate([limits, np.full(active.size, -_KEEP * z)]),
+        bounds=bounds,
+        method="highs",
+    )
+    if second.status == 0:
+        best = second.x
+    x = np.clip(np.round(best.reshape(num_jobs, num_types), 9), 0.0, 1.0)
+    return x + 0.0  # turn any -0.0 into 0.0
+
+
+def _fair_rows(gain: NDArray[np.float64], active: NDArray[np.int64]) -> csr_array:
+    """Rows ``-sum_t gain[j, t] x[j, t]`` for the active jobs."""
+    num_types = gain.shape[1]
+    rows = np.repeat(np.arange(active.size), num_types)
+    cols = (active[:, None] * num_types + np.arange(num_types)).ravel()
+    return csr_array((-gain[active].ravel(), (rows, cols)), shape=(active.size, gain.size))
+
+
+class RoundScheduler:
+    """Realises time fractions ``x`` round by round with Gavel's priorities (deterministic).
+
+    State: time received per (job, type) and elapsed time per type. A job seen for the first
+    time has received half a round on every type; the per-type clocks also start at half a
+    round. Each round, ``priority[j, t] = x[j, t] / (received[j, t] / elapsed[t])`` (0 where
+    ``x`` is 0; ``x * 1e9`` where nothing was received). Pairs are taken in order of priority
+    (highest first), then ``x`` (highest first), then job order, then type index; a job gets
+    the type if it has no type yet this round and the type still has ``replicas[j]`` free GPUs.
+    Pairs with ``x == 0`` are never scheduled (the job may be unable to run there). Afterwards
+    every placed pair's received time and every type's clock advance by ``round_seconds``.
+    Jobs no longer listed are forgotten.
+    """
+
+    def __init__(self) -> None:
+        self._received: dict[str, NDArray[np.float64]] = {}
+        self._elapsed: NDArray[np.float64] | None = None
+
+    def received(self, name: str) -> NDArray[np.float64]:
+        """Seconds job ``name`` has received on each type (including the initial half round)."""
+        return self._received[name].copy()
+
+    def schedule(
+        self,
+        names: Sequence[str],
+        x: ArrayLike,
+        replicas: Sequence[int],
+        capacity: Sequence[int],
+        round_seconds: float,
+    ) -> dict[str, int | None]:
+        """Type index for every job this round (``None``: not scheduled)."""
+        frac = np.asarray(x, dtype=float)
+        cap = np.asarray(capacity, dtype=np.int64)
+        reps = np.asarray(replicas, dtype=np.int64)
+        names = list(names)
+        if len(set(names)) != len(names):
+            raise ValueError("job names must be unique")
+        if cap.ndim != 1 or frac.shape != (len(names), cap.size) or reps.shape != (len(names),):
+            raise ValueError(
+                f"x must be (jobs, types) = ({len(names)}, {cap.size}) and replicas (jobs,); got "
+                f"x {frac.shape}, replicas {reps.shape}"
+            )
+        if not np.all(np.isfinite(frac)) or np.any(frac < 0):
+            raise ValueError("x must be finite and non-negative")
+        if np.any(reps < 1) or np.any(cap < 0):
+            raise ValueError("replicas must be positive and capacity non-negative")
+        if not round_seconds > 0:
+            raise ValueError(f"round_seconds must be positive, got {round_seconds}")
+        if self._elapsed is None:
+            self._elapsed = np.full(cap.size, 0.5 * round_seconds)
+        elif self._elapsed.size != cap.size:
+            raise ValueError(f"number of GPU types changed from {self._elapsed.size} to {cap.size}")
+        self._received = {
+            name: self._received.get(name, np.full(cap.size, 0.5 * round_seconds)) for name in names
+        }
+
+        pairs: list[tuple[float, float, int, int]] = []
+        for j, name in enumerate(names):
+            got = self._received[name]
+            for t in range(cap.size):
+                want = float(frac[j, t])
+                if want <= 0:
+                    continue
+                share = got[t] / self._elapsed[t]
+                priority = want / share if share > 0 else want * _NEW_PRIORITY
+                pairs.append((-priority, -want, j, t))
+        pairs.sort()
+
+        free = cap.copy()
+        placed: dict[str, int | None] = dict.fromkeys(names)
+        for _, _, j, t in pairs:
+            if placed[names[j]] is None and reps[j] <= free[t]:
+                placed[names[j]] = t
+                free[t] -= reps[j]
+        for name, t in placed.items():
+            if t is not None:
+                self._received[name][t] += round_seconds
+        self._elapsed += round_seconds
+        return placed

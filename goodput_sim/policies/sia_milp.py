@@ -1,0 +1,318 @@
+"""Sia's (SOSP'23) per-round allocation as an exact MILP over (job, configuration) pairs with
+per-GPU-type capacities, solved by HiGHS through SciPy: deterministic, no commercial solver.
+
+Variables are binary ``X[i, c]`` (job ``i`` runs in configuration ``c``). The objective is
+
+    E = sum_{i,c} value[i, c] * X[i, c] + lambda_n * (J - sum_{i,c} X[i, c]),
+
+minimised for fairness power p < 0 (smaller transformed values are better) and maximised for
+p > 0. Each job takes at most one configuration, and the GPUs taken of each type fit its capacity.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
+
+__all__ = ["SiaMilpResult", "assignment_objective", "solve_sia_milp"]
+
+OPTIMAL = "optimal"
+
+# HiGHS options that scipy.optimize.milp does not list but passes through (HiGHS checks them).
+_HIGHS_EXTRA_OPTIONS = {
+    "mip_abs_gap": 0.0,
+    "primal_feasibility_tolerance": 1e-10,
+    "dual_feasibility_tolerance": 1e-10,
+    "mip_feasibility_tolerance": 1e-10,
+}
+
+
+@dataclass(frozen=True)
+class SiaMilpResult:
+    """One round's answer.
+
+    ``choice[i]`` is job ``i``'s configuration index, or None when it gets no GPUs; ``objective``
+    is E recomputed from ``choice``; ``status`` is ``"optimal"`` when optimality is proven (or
+    there was nothing to solve), else the solver's message."""
+
+    choice: tuple[int | None, ...]
+    objective: float
+    status: str
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == OPTIMAL
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """Validated inputs as numpy arrays."""
+
+    value: NDArray[np.float64]  # (J, C)
+    type_of: NDArray[np.int64]  # (C,)
+    gpus: NDArray[np.int64]  # (C,)
+    capacity: NDArray[np.float64]  # (T,)
+    lambda_n: float
+    pinned: dict[int, int]
+    allowed: NDArray[np.bool_]  # (J, C)
+
+    @property
+    def jobs(self) -> int:
+        return self.value.shape[0]
+
+    @property
+    def configs(self) -> int:
+        return self.value.shape[1]
+
+    @property
+    def types(self) -> int:
+        return self.capacity.shape[0]
+
+
+def solve_sia_milp(
+    value: ArrayLike,
+    type_of: ArrayLike,
+    gpus: ArrayLike,
+    capacity: ArrayLike,
+    lambda_n: float,
+    minimise: bool = True,
+    pinned: Mapping[int, int] | None = None,
+    allowed: ArrayLike | None = None,
+    *,
+    time_limit: float | None = None,
+) -> SiaMilpResult:
+    """Choose at most one configuration per job, optimising E exactly.
+
+    ``value`` is (J, C); ``type_of`` and ``gpus`` give each configuration's GPU type (index into
+    ``capacity``) and GPU count; ``pinned`` maps a job to the configuration it must take;
+    ``allowed`` is a (J, C) boolean mask, False forcing ``X[i, c] = 0``.
+
+    The solver minimises ``sum (value - lambda_n) * X`` (negated when maximising; E less the
+    constant ``lambda_n * J``) with both MIP gaps at zero (``mip_rel_gap`` and ``mip_abs_gap``,
+    whose default 1e-6 would accept slightly worse answers), so that the answer is the exact
+    optimum, as the tests check by brute-force enumeration. HiGHS's feasibility tolerances are
+    absolute (default 1e-7) and hid differences between values close to each other or to
+    ``lambda_n``; so the costs are scaled to a median magnitude of 1 and the tolerances tightened
+    to HiGHS's floor of 1e-10. Differences below about 1e-9 of a typical ``|value - lambda_n|``
+    may still be lost.
+
+    For identical inputs HiGHS is deterministic, so the choice among tied optima is repeatable.
+    A ``time_limit`` (seconds) gives up both guarantees when it is hit; ``status`` then is the
+    solver's message rather than ``"optimal"``.
+
+    Raises ValueError for malformed inputs or pins that cannot all be honoured at once.
+    """
+    inst = _validate(value, type_of, gpus, capacity, lambda_n, pinned, allowed)
+    _check_pins_fit(inst)
+    if inst.jobs == 0 or inst.configs == 0:
+        choice: tuple[int | None, ...] = (None,) * inst.jobs
+        return SiaMilpResult(
+            choice, assignment_objective(inst.value, choice, inst.lambda_n), OPTIMAL
+        )
+
+    cost = _scaled((inst.value - inst.lambda_n).ravel())
+    res = _run_highs(cost if minimise else -cost, _constraints(inst), _bounds(inst), time_limit)
+    if res.x is None:
+        raise RuntimeError(f"HiGHS returned no solution: {res.message}")
+    choice = _decode(res.x, inst)
+    _check_feasible(choice, inst)
+    status = OPTIMAL if res.status == 0 else str(res.message)
+    return SiaMilpResult(choice, assignment_objective(inst.value, choice, inst.lambda_n), status)
+
+
+def assignment_objective(
+    value: ArrayLike, choice: tuple[int | None, ...], lambda_n: float
+) -> float:
+    """E for a given choice: chosen values plus ``lambda_n`` per unassigned job."""
+    table = np.asarray(value, dtype=float)
+    terms = [lambda_n if c is None else float(table[i, c]) for i, c in enumerate(choice)]
+    return math.fsum(terms)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _validate(
+    value: ArrayLike,
+    type_of: ArrayLike,
+    gpus: ArrayLike,
+    capacity: ArrayLike,
+    lambda_n: float,
+    pinned: Mapping[int, int] | None,
+    allowed: ArrayLike | None,
+) -> _Instance:
+    table = np.asarray(value, dtype=float)
+    if table.ndim != 2:
+        raise ValueError(f"value must be a (jobs, configurations) matrix, got shape {table.shape}")
+    if not np.all(np.isfinite(table)):
+        raise ValueError("value must be finite (no NaN or infinity)")
+    jobs, configs = table.shape
+    caps = np.asarray(capacity, dtype=float)
+    if caps.ndim != 1:
+        raise ValueError(f"capacity must be one-dimensional (one entry per type), got {caps.shape}")
+    if not np.all(np.isfinite(caps)) or np.any(caps < 0):
+        raise ValueError(f"capacity must be finite and non-negative, got {caps.tolist()}")
+    types = _integer_vector(type_of, "type_of", configs)
+    if np.any((types < 0) | (types >= caps.shape[0])):
+        raise ValueError(
+            f"type_of entries must lie in 0..{caps.shape[0] - 1}, got {types.tolist()}"
+        )
+    counts = _integer_vector(gpus, "gpus", configs)
+    if np.any(counts <= 0):
+        raise ValueError(f"gpus entries must be positive, got {counts.tolist()}")
+    if not math.isfinite(lambda_n):
+        raise ValueError(f"lambda_n must be finite, got {lambda_n}")
+    mask = _allowed_mask(allowed, (jobs, configs))
+    pins = _pins(pinned, jobs, configs, mask)
+    return _Instance(table, types, counts, caps, float(lambda_n), pins, mask)
+
+
+def _integer_vector(data: ArrayLike, name: str, length: int) -> NDArray[np.int64]:
+    arr = np.asarray(data)
+    if arr.ndim != 1 or arr.shape[0] != length:
+        raise ValueError(
+            f"{name} must have one entry per configuration ({length}), got {arr.shape}"
+        )
+    if arr.dtype.kind == "b" or (arr.size and arr.dtype.kind not in "iuf"):
+        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise ValueError(f"{name} must hold integers, got {arr.tolist()}")
+    return arr.astype(np.int64)
+
+
+def _allowed_mask(allowed: ArrayLike | None, shape: tuple[int, int]) -> NDArray[np.bool_]:
+    if allowed is None:
+        return np.ones(shape, dtype=bool)
+    mask = np.asarray(allowed)
+    if mask.shape != shape:
+        raise ValueError(f"allowed must have the shape of value {shape}, got {mask.shape}")
+    return mask.astype(bool)
+
+
+def _pins(
+    pinned: Mapping[int, int] | None, jobs: int, configs: int, mask: NDArray[np.bool_]
+) -> dict[int, int]:
+    pins: dict[int, int] = {}
+    for job, config in (pinned or {}).items():
+        if not (_is_int(job) and 0 <= job < jobs):
+            raise ValueError(f"pinned job {job!r} is not a job index in 0..{jobs - 1}")
+        if not (_is_int(config) and 0 <= config < configs):
+            raise ValueError(
+                f"pinned job {job}: configuration {config!r} is not an index in 0..{configs - 1}"
+            )
+        if not mask[job, config]:
+            raise ValueError(f"pinned job {job}: configuration {config} is not allowed")
+        pins[int(job)] = int(config)
+    return pins
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+
+
+def _check_pins_fit(inst: _Instance) -> None:
+    """Pins alone must fit each type's capacity (the other jobs can always take nothing)."""
+    used = np.zeros(inst.types)
+    for job in sorted(inst.pinned):
+        config = inst.pinned[job]
+        t = inst.type_of[config]
+        used[t] += inst.gpus[config]
+        if used[t] > inst.capacity[t]:
+            raise ValueError(
+                f"pinned job {job} (configuration {config}, {inst.gpus[config]} GPUs of type {t}) "
+                f"does not fit: pins up to it need {used[t]:g} GPUs of type {t}, "
+                f"capacity is {inst.capacity[t]:g}"
+            )
+
+
+# --- model ------------------------------------------------------------------------------------
+
+
+def _constraints(inst: _Instance) -> LinearConstraint:
+    """Rows 0..J-1: one configuration per job; rows J..J+T-1: GPUs per type within capacity.
+
+    Variable ``i * C + c`` is ``X[i, c]``."""
+    jobs, configs = inst.jobs, inst.configs
+    columns = np.arange(jobs * configs)
+    job_rows = np.repeat(np.arange(jobs), configs)
+    type_rows = jobs + np.tile(inst.type_of, jobs)
+    rows = np.concatenate([job_rows, type_rows])
+    cols = np.concatenate([columns, columns])
+    data = np.concatenate([np.ones(jobs * configs), np.tile(inst.gpus.astype(float), jobs)])
+    shape = (jobs + inst.types, jobs * configs)
+    matrix = sparse.coo_array((data, (rows, cols)), shape=shape).tocsr()
+    upper = np.concatenate([np.ones(jobs), inst.capacity])
+    return LinearConstraint(matrix, -np.inf, upper)
+
+
+def _scaled(cost: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``cost`` divided by the median of its non-zero magnitudes (unchanged when all zero).
+
+    The median, not the maximum: one huge cost (a job that should never run) must not shrink
+    the others below the solver's tolerances."""
+    magnitude = np.abs(cost)
+    nonzero = magnitude[magnitude > 0]
+    return cost / float(np.median(nonzero)) if nonzero.size else cost
+
+
+def _bounds(inst: _Instance) -> Bounds:
+    lower = np.zeros((inst.jobs, inst.configs))
+    for job, config in inst.pinned.items():
+        lower[job, config] = 1.0
+    upper = inst.allowed.astype(float)
+    return Bounds(lower.ravel(), upper.ravel())
+
+
+def _run_highs(
+    cost: NDArray, constraints: LinearConstraint, bounds: Bounds, time_limit: float | None
+) -> OptimizeResult:
+    options: dict[str, object] = {"presolve": True, "mip_rel_gap": 0.0, **_HIGHS_EXTRA_OPTIONS}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    with warnings.catch_warnings():
+        # SciPy forwards options it does not list to HiGHS verbatim, with a RuntimeWarning.
+        warnings.filterwarnings("ignore", "Unrecognized options", RuntimeWarning)
+        return milp(
+            cost,
+            integrality=np.ones(cost.shape[0]),
+            bounds=bounds,
+            constraints=constraints,
+            options=options,
+        )
+
+
+# --- decoding ---------------------------------------------------------------------------------
+
+
+def _decode(x: NDArray, inst: _Instance) -> tuple[int | None, ...]:
+    picked = np.asarray(x).reshape(inst.jobs, inst.configs) > 0.5
+    choice: list[int | None] = []
+    for job, row in enumerate(picked):
+        hits = np.flatnonzero(row)
+        if hits.size > 1:
+            raise RuntimeError(f"solver gave job {job} several configurations {hits.tolist()}")
+        choice.append(int(hits[0]) if hits.size else None)
+    return tuple(choice)
+
+
+def _check_feasible(choice: tuple[int | None, ...], inst: _Instance) -> None:
+    """Guard against solver tolerances: the rounded choice must satisfy every constraint."""
+    used = np.zeros(inst.types)
+    for job, config in enumerate(choice):
+        if config is None:
+            continue
+        if not inst.allowed[job, config]:
+            raise RuntimeError(f"solver chose disallowed configuration {config} for job {job}")
+        used[inst.type_of[config]] += inst.gpus[config]
+    if np.any(used > inst.capacity):
+        raise RuntimeError(f"solver exceeded capacity: uses {used.tolist()}")
+    for job, config in inst.pinned.items():
+        if choice[job] != config:
+            raise RuntimeError(f"solver did not honour pin of job {job} to {config}")
