@@ -231,6 +231,7 @@ class Simulation:
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
+        self._speeds: dict[str, dict[str, float]] = {}
         self._tick = 0.0
 
     # ---------------------------------------------------------------------------------- run
@@ -566,7 +567,20 @@ class Simulation:
             type_truths={t: job.typed.for_type(t) for t in self.cluster.type_order}
             if job.typed is not None and self.policy.needs_oracle
             else None,
+            type_speeds=self._type_speeds(job) if self.policy.type_aware else None,
+            restart_delay=self._restart_delay(job),
+            restarting=job.restart_remaining > 0,
         )
+
+    def _type_speeds(self, job: Job) -> dict[str, float] | None:
+        """One-GPU throughput of the job's application per GPU type (offline profiling)."""
+        if job.typed is None:
+            return None
+        cached = self._speeds.get(job.spec.application)
+        if cached is None:
+            cached = {t: job.typed.single_gpu_throughput(t) for t in self.cluster.type_order}
+            self._speeds[job.spec.application] = cached
+        return cached
 
     def _update_grad_stats(self, job: Job) -> None:
         """The job measures its gradient statistics while it trains (SPEC 4.4); the scheduler

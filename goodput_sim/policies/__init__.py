@@ -1,6 +1,14 @@
 """Scheduling policies, found by name through a registry (``get_policy``)."""
 
-from goodput_sim.policies import elastic, fifo, genetic, optimus, tiresias  # noqa: F401
+from goodput_sim.policies import (  # noqa: F401
+    elastic,
+    fifo,
+    gavel,
+    genetic,
+    optimus,
+    sia,
+    tiresias,
+)
 from goodput_sim.policies.base import (
     Decision,
     JobView,

@@ -50,6 +50,9 @@ class JobView:
     gpu_type: str | None = None
     type_beliefs: Mapping[str, BeliefView] | None = None
     type_truths: Mapping[str, ApplicationProfile] | None = None
+    type_speeds: Mapping[str, float] | None = None  # one-GPU examples/s per type (profiled)
+    restart_delay: float = 30.0  # seconds a restart of this job costs
+    restarting: bool = False  # still inside its restart delay
 
     @property
     def replicas(self) -> int:

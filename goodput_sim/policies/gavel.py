@@ -1,0 +1,107 @@
+"""Gavel (OSDI'20) with tuned jobs: heterogeneity-aware max-min fairness over effective
+throughput, as the Sia artifact runs it for comparison (Sia SPEC 6).
+
+Every job runs at exactly its requested GPUs and batch. Each Gavel round (``round_seconds``,
+360 s in the reference) the linear program of :mod:`~goodput_sim.policies.gavel_lp` gives each
+job a time fraction per GPU type from its true throughput there (Gavel profiles jobs offline,
+so it reads ground truth), and the priority mechanism turns the fractions into one type per job
+for the round. Between Gavel rounds allocations hold; finished jobs' GPUs wait for the next.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.cluster import ClusterSpec, packed_placement
+from goodput_sim.models.goodput import fixed_batch_config
+from goodput_sim.params import Param
+from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
+from goodput_sim.policies.gavel_lp import RoundScheduler, max_min_fair_allocation
+from goodput_sim.policies.placement import fill_most_free
+from goodput_sim.profiles.base import iteration_seconds
+
+
+@register("gavel")
+class Gavel(Policy):
+    """Gavel: max-min fairness over effective throughput across GPU types, fixed job sizes."""
+
+    name = "gavel"
+    needs_oracle = True
+    reads_beliefs = False
+    params = (Param("round_seconds", float, 360.0, "seconds per Gavel round", 1.0, 86400.0),)
+
+    def __init__(self, seed: int = 0, **values):
+        super().__init__(seed, **values)
+        self._rounds = RoundScheduler()
+        self._next = 0.0
+        self._speeds: dict[tuple, float] = {}
+
+    def allocate(self, snapshot: Snapshot) -> Decision:
+        jobs = list(snapshot.jobs)
+        if snapshot.time < self._next:  # within a Gavel round: allocations hold
+            return Decision({j.name: j.allocation.copy() for j in jobs if j.replicas})
+        self._next = snapshot.time + self.values["round_seconds"]
+        if not jobs:
+            return Decision({})
+        cluster = snapshot.cluster
+        types = cluster.type_order
+        capacity = np.array(
+            [int(cluster.capacity[cluster.node_type_index == k].sum()) for k in range(len(types))]
+        )
+        throughput = np.array([[self._speed(job, t, cluster) for t in types] for job in jobs])
+        replicas = [job.requested_replicas for job in jobs]
+        x = max_min_fair_allocation(throughput, replicas, capacity)
+        names = [job.name for job in jobs]
+        chosen = self._rounds.schedule(names, x, replicas, capacity, self.values["round_seconds"])
+        return Decision(_place(jobs, chosen, cluster))
+
+    def _speed(self, job: JobView, gpu_type: str, cluster: ClusterSpec) -> float:
+        """Optimizer steps per second of the job at its requested size and batch on
+        ``gpu_type`` (0 where it does not fit), from ground truth."""
+        per_node = max(g.gpus_per_node for g in cluster.groups if g.gpu_type == gpu_type)
+        key = (job.application, job.requested_replicas, job.requested_batch, gpu_type, per_node)
+        if key not in self._speeds:
+            truth = (job.type_truths or {}).get(gpu_type, job.truth)
+            total = int(
+                cluster.capacity[
+                    cluster.node_type_index == cluster.type_order.index(gpu_type)
+                ].sum()
+            )
+            if job.requested_replicas > total:
+                self._speeds[key] = 0.0
+            else:
+                limits = truth.limits
+                b, s = fixed_batch_config(job.requested_batch, job.requested_replicas, limits, True)
+                placement = packed_placement(job.requested_replicas, per_node)
+                step, sync = truth.step_sync(placement, np.array([float(b)]))
+                seconds = float(iteration_seconds(step, sync, np.array([s]))[0])
+                self._speeds[key] = 1.0 / (seconds * truth.slowdown)
+        return self._speeds[key]
+
+
+def _place(
+    jobs: list[JobView], chosen: dict[str, int | None], cluster: ClusterSpec
+) -> dict[str, NDArray[np.int64]]:
+    """Each scheduled job's GPUs on its type, largest jobs first: its previous GPUs if it stays
+    on that type and they are free, else the most-free nodes of the type."""
+    free = cluster.capacity.copy()
+    types = cluster.node_type_index
+    rows: dict[str, NDArray[np.int64]] = {}
+    order = sorted(
+        (j for j in jobs if chosen.get(j.name) is not None), key=lambda j: -j.requested_replicas
+    )
+    for job in order:
+        mine = types == chosen[job.name]
+        if job.replicas and mine[job.allocation > 0].all() and (free >= job.allocation).all():
+            rows[job.name] = job.allocation.copy()
+            free -= job.allocation
+    for job in order:
+        if job.name in rows:
+            continue
+        mine = np.where(types == chosen[job.name], free, 0)
+        filled = fill_most_free(job.requested_replicas, mine)
+        if filled is not None:
+            rows[job.name] = filled[0]
+            free -= filled[0]
+    return rows

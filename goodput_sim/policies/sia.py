@@ -1,0 +1,252 @@
+"""Sia (SOSP'23): goodput across (GPU type, GPU count) configurations, solved exactly each round.
+
+Every round (Sia SPEC 4):
+
+1. Configurations per GPU type: 1, 2, 4 (and 8 on 8-GPU nodes) GPUs on one node, then whole
+   nodes, 2 up to the type's nodes that are up.
+2. A job's goodput on each configuration comes from its belief on that type. On a type it has
+   not run on, the goodput of the first type (in cluster order) it has a belief for is scaled
+   by the ratio of the application's one-GPU throughputs on the two types (measured offline).
+   A new job values one GPU of any type at 1 and nothing else.
+3. Each row is normalised by its smallest useful entry; every entry but the current
+   configuration is multiplied by the job's restart factor; values are raised to the fairness
+   power ``p`` (< 0: smaller is better) and clipped.
+4. The integer program (:mod:`~goodput_sim.policies.sia_milp`) picks at most one configuration
+   per job, within every type's GPUs, minimising sum(A x) + lambda_n (jobs left without GPUs).
+   Jobs still in their restart delay keep their configuration.
+5. Placement per type, largest jobs first: a job keeps its nodes if its configuration did not
+   change, multi-node jobs take whole free nodes, the others the fullest node they fit on.
+
+Decisions on the reference's quirks (Sia SPEC 10) are listed in the README.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.cluster import ClusterSpec
+from goodput_sim.params import Param
+from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
+from goodput_sim.policies.sia_milp import solve_sia_milp
+
+EPSILON = 1e-4  # the value of a configuration nothing is known about ("zero-allocation gain")
+CLIP = 3000.0
+
+
+@dataclass(frozen=True)
+class Config:
+    """``gpus`` GPUs of ``gpu_type`` on ``nodes`` nodes."""
+
+    gpu_type: str
+    nodes: int
+    gpus: int
+
+
+def configurations(cluster: ClusterSpec) -> list[Config]:
+    """Sia's configuration set on the nodes that are up, type by type in cluster order."""
+    out = []
+    capacity, types = cluster.capacity, cluster.node_type_index
+    for k, gpu_type in enumerate(cluster.type_order):
+        mine = capacity[types == k]
+        up = int(np.count_nonzero(mine))
+        if not up:
+            continue
+        per_node = int(mine.max())
+        single = [g for g in (1, 2, 4, 8) if g <= per_node]
+        out += [Config(gpu_type, 1, g) for g in single]
+        out += [Config(gpu_type, n, n * per_node) for n in range(2, up + 1)]
+    return out
+
+
+@register("sia")
+class Sia(Policy):
+    """Sia: goodput across GPU types and counts, exact integer program each round (SOSP'23)."""
+
+    name = "sia"
+    default_agent = "goodput"
+    type_aware = True
+    params = (
+        Param("p", float, -0.5, "fairness power (< 0: minimise)", -10.0, 10.0),
+        Param("lambda_n", float, 1.1, "value of giving a job any GPUs", 0.0, 1000.0),
+        Param("restart_penalty", bool, True, "discount moves by the restart factor"),
+    )
+
+    def __init__(self, seed: int = 0, **values):
+        super().__init__(seed, **values)
+        if self.values["p"] == 0:
+            from goodput_sim.errors import InputError
+
+            raise InputError("--param", "sia needs a fairness power p other than 0")
+        self._previous: dict[str, Config] = {}
+        self._models: dict[tuple[str, str], tuple] = {}
+
+    def allocate(self, snapshot: Snapshot) -> Decision:
+        jobs = list(snapshot.jobs)
+        configs = configurations(snapshot.cluster)
+        if not jobs or not configs:
+            return Decision({})
+        self._previous = {j.name: self._previous[j.name] for j in jobs if j.name in self._previous}
+        names = {j.name for j in jobs}
+        self._models = {k: v for k, v in self._models.items() if k[0] in names}
+        index = {c: k for k, c in enumerate(configs)}
+        goodput = np.vstack([self._row(job, configs, snapshot.cluster) for job in jobs])
+        allowed = np.vstack([self._allowed(job, configs) for job in jobs])
+        values = self._values(jobs, configs, goodput, index)
+        pinned = {
+            i: index[self._previous[job.name]]
+            for i, job in enumerate(jobs)
+            if job.restarting and self._previous.get(job.name) in index and job.replicas
+        }
+        for i, c in pinned.items():
+            allowed[i, c] = True
+        type_names = snapshot.cluster.type_order
+        type_of = np.array([type_names.index(c.gpu_type) for c in configs])
+        gpus = np.array([c.gpus for c in configs])
+        capacity = np.array(
+            [
+                int(snapshot.cluster.capacity[snapshot.cluster.node_type_index == k].sum())
+                for k in range(len(type_names))
+            ]
+        )
+        minimise = self.values["p"] < 0
+        args = (values, type_of, gpus, capacity, self.values["lambda_n"], minimise)
+        try:
+            result = solve_sia_milp(*args, pinned=pinned, allowed=allowed)
+        except ValueError:  # a pinned configuration no longer fits (a node failed): unpin
+            result = solve_sia_milp(*args, allowed=allowed)
+        chosen = {
+            job.name: configs[c]
+            for job, c in zip(jobs, result.choice, strict=True)
+            if c is not None
+        }
+        self._previous = dict(chosen)
+        return Decision(place(jobs, chosen, snapshot.cluster))
+
+    # ----------------------------------------------------------------------------- values
+    def _row(self, job: JobView, configs: list[Config], cluster: ClusterSpec) -> NDArray:
+        """Goodput of ``job`` on every configuration (EPSILON where unknown; a new job values 1
+        GPU of any type at 1)."""
+        beliefs = _beliefs(job, cluster)
+        known = [t for t in cluster.type_order if _model(beliefs.get(t)) is not None]
+        row = np.full(len(configs), EPSILON)
+        if not known:
+            row[[k for k, c in enumerate(configs) if c.gpus == 1]] = 1.0
+            return row
+        source = known[0]
+        speeds = job.type_speeds or {}
+        per_node = _gpus_per_node(cluster)
+        for gpu_type in dict.fromkeys(c.gpu_type for c in configs):
+            mine = [k for k, c in enumerate(configs) if c.gpu_type == gpu_type]
+            gpus = np.array([configs[k].gpus for k in mine])
+            if gpu_type in known:
+                nodes = np.array([configs[k].nodes for k in mine])
+                row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus)
+            else:  # projected from the source type (Sia's bootstrap rule)
+                nodes = np.ceil(gpus / per_node[source]).astype(int)
+                ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
+                row[mine] = self._goodputs(job.name, source, beliefs[source], nodes, gpus) * ratio
+        smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0
+        return np.maximum(row / smallest, EPSILON)
+
+    def _goodputs(self, name: str, gpu_type: str, belief, nodes: NDArray, gpus: NDArray):
+        """The belief's best goodputs at these shapes, cached per (job, type) until the belief
+        or the shapes change."""
+        key = (name, gpu_type)
+        shape = (belief.version, belief.fits, tuple(nodes), tuple(gpus))
+        cached = self._models.get(key)
+        if cached is None or cached[0] != shape:
+            choice = belief.goodput_model.optimize(nodes, gpus, True)
+            cached = self._models[key] = (shape, np.asarray(choice.goodput, dtype=float))
+        return cached[1]
+
+    def _allowed(self, job: JobView, configs: list[Config]) -> NDArray[np.bool_]:
+        """Configurations within the job's GPU cap: at most twice the most GPUs it has run on,
+        on any type (Sia's shared cap), and within its application's own limit."""
+        beliefs = (job.type_beliefs or {"": job.belief}).values()
+        profiled = max((b.profiled_replicas for b in beliefs), default=0)
+        cap = job.limits.cap(max(2 * profiled, 1))
+        return np.array([c.gpus <= cap for c in configs])
+
+    def _values(self, jobs, configs, goodput: NDArray, index: dict) -> NDArray:
+        """Restart factors, the fairness power and the clip: the program's A matrix."""
+        if self.values["restart_penalty"]:
+            for i, job in enumerate(jobs):
+                previous = self._previous.get(job.name)
+                if previous is None or not job.replicas:
+                    continue
+                delay = job.restart_delay
+                factor = 1.0
+                if job.age >= delay:
+                    factor = max(job.age - job.num_restarts * delay, 0.0) / (job.age + delay)
+                keep = goodput[i, index[previous]] if previous in index else None
+                goodput[i] *= factor
+                if keep is not None:
+                    goodput[i, index[previous]] = keep
+        goodput = np.maximum(goodput, EPSILON)
+        return np.minimum(goodput ** self.values["p"], CLIP)
+
+
+def _beliefs(job: JobView, cluster: ClusterSpec) -> dict:
+    """The job's beliefs by GPU type (its one belief on profiles of a single type)."""
+    return dict(job.type_beliefs) if job.type_beliefs else {cluster.type_order[0]: job.belief}
+
+
+def _model(belief):
+    return None if belief is None else belief.goodput_model
+
+
+def _gpus_per_node(cluster: ClusterSpec) -> dict[str, int]:
+    out = {}
+    for group in cluster.groups:
+        out[group.gpu_type] = max(out.get(group.gpu_type, 0), group.gpus_per_node)
+    return out
+
+
+def place(
+    jobs: list[JobView], chosen: dict[str, Config], cluster: ClusterSpec
+) -> dict[str, NDArray[np.int64]]:
+    """Rows for the chosen configurations: unchanged ones keep their nodes, then largest first,
+    multi-node jobs on whole free nodes and the others on the fullest node they fit (a job that
+    cannot be placed waits a round)."""
+    free = cluster.capacity.copy()
+    types = cluster.node_type_index
+    order = cluster.type_order
+    rows: dict[str, NDArray[np.int64]] = {}
+    for job in jobs:
+        config = chosen.get(job.name)
+        if config is not None and _shape(job, cluster) == config and (free >= job.allocation).all():
+            rows[job.name] = job.allocation.copy()
+            free -= job.allocation
+    waiting = [j for j in jobs if j.name in chosen and j.name not in rows]
+    waiting.sort(key=lambda j: -chosen[j.name].gpus)
+    full = np.maximum(cluster.capacity, 1)
+    for job in waiting:
+        config = chosen[job.name]
+        mine = types == order.index(config.gpu_type)
+        row = np.zeros_like(free)
+        if config.nodes > 1:
+            empty = np.flatnonzero(mine & (free == cluster.capacity) & (free > 0))
+            if len(empty) < config.nodes:
+                continue
+            row[empty[: config.nodes]] = free[empty[: config.nodes]]
+        else:
+            fits = np.flatnonzero(mine & (free >= config.gpus))
+            if not len(fits):
+                continue
+            node = fits[np.argmin(free[fits] / full[fits])]  # the fullest node it fits on
+            row[node] = config.gpus
+        rows[job.name] = row
+        free -= row
+    return rows
+
+
+def _shape(job: JobView, cluster: ClusterSpec) -> Config | None:
+    """The configuration the job's current allocation has, if any."""
+    used = np.flatnonzero(job.allocation)
+    if not len(used):
+        return None
+    gpu_type = cluster.gpu_types[int(used[0])]
+    return Config(gpu_type, len(used), int(job.allocation.sum()))
