@@ -12,8 +12,11 @@ p > 0. Each job takes at most one configuration, and the GPUs taken of each type
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,11 +120,24 @@ def solve_sia_milp(
             choice, assignment_objective(inst.value, choice, inst.lambda_n), OPTIMAL
         )
 
-    cost = _scaled((inst.value - inst.lambda_n).ravel())
-    res = _run_highs(cost if minimise else -cost, _constraints(inst), _bounds(inst), time_limit)
+    cells = _useful_cells(inst, minimise)
+    if not len(cells):
+        choice = (None,) * inst.jobs
+        return SiaMilpResult(
+            choice, assignment_objective(inst.value, choice, inst.lambda_n), OPTIMAL
+        )
+    alone = _each_at_its_best(inst, minimise, cells)
+    if alone is not None:  # every job's own best fits at once: that is the optimum
+        return SiaMilpResult(alone, assignment_objective(inst.value, alone, inst.lambda_n), OPTIMAL)
+    cost = _scaled((inst.value - inst.lambda_n).ravel()[cells])
+    bounds = _bounds(inst)
+    bounds = Bounds(bounds.lb[cells], bounds.ub[cells])
+    res = _run_highs(cost if minimise else -cost, _constraints(inst, cells), bounds, time_limit)
     if res.x is None:
         raise RuntimeError(f"HiGHS returned no solution: {res.message}")
-    choice = _decode(res.x, inst)
+    full = np.zeros(inst.jobs * inst.configs)
+    full[cells] = res.x
+    choice = _decode(full, inst)
     _check_feasible(choice, inst)
     status = OPTIMAL if res.status == 0 else str(res.message)
     return SiaMilpResult(choice, assignment_objective(inst.value, choice, inst.lambda_n), status)
@@ -235,18 +251,59 @@ def _check_pins_fit(inst: _Instance) -> None:
 # --- model ------------------------------------------------------------------------------------
 
 
-def _constraints(inst: _Instance) -> LinearConstraint:
+def _useful_cells(inst: _Instance, minimise: bool) -> NDArray[np.int64]:
+    """Flat indices ``i * C + c`` of the cells that can be in an optimal answer: pinned ones,
+    and allowed ones that improve E over leaving the job out and beat every cell of the same
+    type with no more GPUs (taking the smaller one instead never hurts). Leaving the others
+    out keeps the optimum and shrinks the program several-fold."""
+    sign = 1.0 if minimise else -1.0
+    gain = sign * (inst.lambda_n - inst.value)  # > 0: better than no configuration
+    keep = inst.allowed & (gain > 0)
+    for t in range(inst.types):
+        mine = np.flatnonzero(inst.type_of == t)
+        mine = mine[np.argsort(inst.gpus[mine], kind="stable")]
+        best = np.full(inst.jobs, -np.inf)
+        for size in np.unique(inst.gpus[mine]):
+            same = mine[inst.gpus[mine] == size]
+            values = np.where(keep[:, same], gain[:, same], -np.inf)
+            keep[:, same] &= values > best[:, None]
+            best = np.maximum(best, values.max(axis=1))
+    for job, config in inst.pinned.items():
+        keep[job, config] = True
+    return np.flatnonzero(keep.ravel())
+
+
+def _each_at_its_best(
+    inst: _Instance, minimise: bool, cells: NDArray[np.int64]
+) -> tuple[int | None, ...] | None:
+    """Each job's best useful cell (its pin, if pinned), if all of them fit the capacities
+    together; None otherwise. The objective is a sum over jobs, so such a choice is optimal."""
+    sign = 1.0 if minimise else -1.0
+    gain = np.full(inst.jobs * inst.configs, -np.inf)
+    gain[cells] = (sign * (inst.lambda_n - inst.value)).ravel()[cells]
+    gain = gain.reshape(inst.jobs, inst.configs)
+    best = np.argmax(gain, axis=1)
+    choice = [int(c) if np.isfinite(gain[j, c]) else None for j, c in enumerate(best)]
+    for job, config in inst.pinned.items():
+        choice[job] = config
+    used = np.zeros(inst.types)
+    for config in choice:
+        if config is not None:
+            used[inst.type_of[config]] += inst.gpus[config]
+    return tuple(choice) if np.all(used <= inst.capacity) else None
+
+
+def _constraints(inst: _Instance, cells: NDArray[np.int64]) -> LinearConstraint:
     """Rows 0..J-1: one configuration per job; rows J..J+T-1: GPUs per type within capacity.
 
-    Variable ``i * C + c`` is ``X[i, c]``."""
+    Variable ``k`` is ``X[i, c]`` for the flat cell ``cells[k] = i * C + c``."""
     jobs, configs = inst.jobs, inst.configs
-    columns = np.arange(jobs * configs)
-    job_rows = np.repeat(np.arange(jobs), configs)
-    type_rows = jobs + np.tile(inst.type_of, jobs)
-    rows = np.concatenate([job_rows, type_rows])
+    job_of, config_of = np.divmod(cells, configs)
+    columns = np.arange(len(cells))
+    rows = np.concatenate([job_of, jobs + inst.type_of[config_of]])
     cols = np.concatenate([columns, columns])
-    data = np.concatenate([np.ones(jobs * configs), np.tile(inst.gpus.astype(float), jobs)])
-    shape = (jobs + inst.types, jobs * configs)
+    data = np.concatenate([np.ones(len(cells)), inst.gpus[config_of].astype(float)])
+    shape = (jobs + inst.types, len(cells))
     matrix = sparse.coo_array((data, (rows, cols)), shape=shape).tocsr()
     upper = np.concatenate([np.ones(jobs), inst.capacity])
     return LinearConstraint(matrix, -np.inf, upper)
@@ -270,13 +327,28 @@ def _bounds(inst: _Instance) -> Bounds:
     return Bounds(lower.ravel(), upper.ravel())
 
 
+@contextmanager
+def _native_stdout_silenced() -> Iterator[None]:
+    """HiGHS's C++ code prints a debugging line on some solves even with output off: send the
+    process's standard output to /dev/null for the call (Python's own buffer flushed first)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _run_highs(
     cost: NDArray, constraints: LinearConstraint, bounds: Bounds, time_limit: float | None
 ) -> OptimizeResult:
     options: dict[str, object] = {"presolve": True, "mip_rel_gap": 0.0, **_HIGHS_EXTRA_OPTIONS}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _native_stdout_silenced():
         # SciPy forwards options it does not list to HiGHS verbatim, with a RuntimeWarning.
         warnings.filterwarnings("ignore", "Unrecognized options", RuntimeWarning)
         return milp(
