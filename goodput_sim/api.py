@@ -66,9 +66,12 @@ def check_policies(
 
 def baselines(names: Iterable[str], reference: str = "goodput") -> list[str]:
     """The policies among ``names`` the claim check may set ``reference`` against: not the
-    reference itself nor its own variants (subclasses such as ``goodput-ga``)."""
+    reference itself, its own variants (subclasses such as ``goodput-ga``), nor its successors
+    (``sia``, whose ``claim_baseline`` is False)."""
     ours = policy_class(reference)
-    return [n for n in names if not issubclass(policy_class(n), ours)]
+    return [
+        n for n in names if not issubclass(policy_class(n), ours) and policy_class(n).claim_baseline
+    ]
 
 
 def split_params(

@@ -55,6 +55,10 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
         "lost_gpu_hours": float(jobs["lost_gpu_seconds"].sum()) / 3600.0
         if "lost_gpu_seconds" in jobs
         else 0.0,
+        "gpu_hours_per_job": busy / 3600.0 / len(jobs) if len(jobs) else np.nan,
+        **{
+            f"avg_jct_{app}": float(part.mean()) for app, part in done.groupby("application")["jct"]
+        },
     }
 
 

@@ -52,6 +52,8 @@ SUMMARY = {
     "avg_queueing": "s",
     "avg_restarts": "count",
     "gpu_hours": "GPU-h allocated",
+    "gpu_hours_per_job": "GPU-h allocated per job",
+    "avg_jct_<application>": "s (over that application's finished jobs)",
     "examples": "examples processed",
     "examples_per_gpu_second": "examples per training GPU-s (geometric mean over applications)",
     "wall_seconds": "s of wall time",

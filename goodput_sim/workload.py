@@ -44,6 +44,31 @@ TUNED_CONFIGURATIONS: Mapping[str, tuple[tuple[int, int], ...]] = MappingProxyTy
     }
 )
 
+# The Sia artifact's imagenet menu (its rtx-computed TunedJobs, Sia README "Workload CSVs"): its
+# heterogeneous clusters have no type with the 24-48 GPUs of the T4 menu's imagenet sizes.
+SIA_IMAGENET_CONFIGURATIONS = ((10, 1600), (12, 3200), (14, 3200))
+
+
+def heterogeneous_variant(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """A workload for the Sia artifact's 64-GPU heterogeneous cluster, made the way its philly
+    set was made from Pollux's (Sia README): every ncf job becomes cifar10 with a configuration
+    of the T4 cifar10 menu, and every imagenet job asking for more than 16 GPUs takes one of
+    the Sia imagenet menu; arrivals and other jobs are unchanged. Drawn with ``seed``."""
+    rng = np.random.default_rng(seed)
+    out = df.copy()
+    for row in np.flatnonzero(out["application"].to_numpy() == "ncf"):
+        replicas, batch = TUNED_CONFIGURATIONS["cifar10"][rng.integers(4)]
+        out.loc[row, ["application", "num_replicas", "batch_size"]] = ["cifar10", replicas, batch]
+    big = (out["application"] == "imagenet") & (out["num_replicas"] > 16)
+    for row in np.flatnonzero(big.to_numpy()):
+        replicas, batch = SIA_IMAGENET_CONFIGURATIONS[rng.integers(3)]
+        out.loc[row, ["num_replicas", "batch_size"]] = [replicas, batch]
+    out["name"] = [f"{app}-{rank}" for rank, app in enumerate(out["application"])]
+    if np.all(out["time"] == np.round(out["time"])):
+        out["time"] = out["time"].astype("int64")
+    return out
+
+
 # Pollux OSDI'21 artifact, per-app constants, SPEC 1.6: initial batch size M0 and max batch size.
 _M0: Mapping[str, int] = MappingProxyType(
     {"bert": 12, "cifar10": 128, "deepspeech2": 20, "imagenet": 200, "ncf": 256, "yolov3": 8}

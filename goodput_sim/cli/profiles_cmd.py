@@ -12,8 +12,9 @@ from goodput_sim.api import progress_bar
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 from goodput_sim.profiles import load_profiles
-from goodput_sim.profiles.fit import check_profile, fit_profile
+from goodput_sim.profiles.fit import check_profile, fit_profile, fit_typed_profile
 from goodput_sim.profiles.measured import load_measured_profiles
+from goodput_sim.profiles.typed import is_typed_measurement_folder, load_typed_measured_profiles
 
 FORMAT = click.option(
     "--format",
@@ -42,9 +43,13 @@ def profiles() -> None:
 @click.option("--force", is_flag=True, help="Replace profiles already in --out.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def fit(folder: Path, out: Path, force: bool, quiet: bool) -> None:
-    """Fit one parametric YAML profile per application in measurement FOLDER (about half a
-    minute per application)."""
-    measured_profiles = load_measured_profiles(folder)
+    """Fit one parametric YAML profile per application in measurement FOLDER; a folder
+    measured per GPU type (placements-<type>.csv, the Sia artifact's layout) gives one profile
+    per application with a section per type."""
+    typed = folder.is_dir() and is_typed_measurement_folder(folder)
+    measured_profiles = (
+        load_typed_measured_profiles(folder) if typed else load_measured_profiles(folder)
+    )
     clashes = [n for n in measured_profiles if (out / f"{n}.yaml").exists()]
     if clashes and not force:
         raise InputError(
@@ -53,16 +58,19 @@ def fit(folder: Path, out: Path, force: bool, quiet: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with progress_bar(not quiet, len(measured_profiles), "fitting", "profile") as bar:
         for name, measured in measured_profiles.items():
-            data = fit_profile(measured, source=f"{folder.name}/{name}")
+            fit = fit_typed_profile if typed else fit_profile
+            data = fit(measured, source=f"{folder.name}/{name}")
             path = out / f"{name}.yaml"
             path.write_text(
                 yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
             )
-            err = data["provenance"]["fit_error"]
-            click.echo(
-                f"{path}: step time median {err['step_time_median']:.1%}, "
-                f"p90 {err['step_time_p90']:.1%}; efficiency median {err['efficiency_median']:.1%}"
-            )
+            errors = data["provenance"]["fit_error"]
+            for label, err in errors.items() if typed else [("", errors)]:
+                click.echo(
+                    f"{path}{f' [{label}]' if label else ''}: step time median "
+                    f"{err['step_time_median']:.1%}, p90 {err['step_time_p90']:.1%}; "
+                    f"efficiency median {err['efficiency_median']:.1%}"
+                )
             bar.update()
 
 

@@ -324,8 +324,8 @@ def print_comparison(comparison: Comparison) -> None:
     if failing:
         extra += f" {'failures':>8} {'lost GPU-h':>10} {'avg w/o fail':>12}"
     click.echo(
-        f"{'policy':<11} {'avg JCT':>9} {'median':>9} {'p95':>9} {'makespan':>9} "
-        f"{'GPU util':>8} {'ex/GPU-s':>9} {'unfinished':>10}{extra} {'wall':>7}"
+        f"{'policy':<11} {'avg JCT':>9} {'median':>9} {'p95':>9} {'p99':>9} {'makespan':>9} "
+        f"{'GPU util':>8} {'GPU-h/job':>9} {'ex/GPU-s':>9} {'unfinished':>10}{extra} {'wall':>7}"
     )
     for name, row in s.iterrows():
         cells = f" {row.node_hours:>7.1f} {row.provisioned_gpu_utilization:>7.1%}"
@@ -337,10 +337,17 @@ def print_comparison(comparison: Comparison) -> None:
             )
         click.echo(
             f"{name:<11} {_fmt_hours(row.avg_jct):>9} {_fmt_hours(row.median_jct):>9} "
-            f"{_fmt_hours(row.p95_jct):>9} {_fmt_hours(row.makespan):>9} "
-            f"{row.gpu_utilization:>8.1%} {row.examples_per_gpu_second:>9.1f} "
+            f"{_fmt_hours(row.p95_jct):>9} {_fmt_hours(row.p99_jct):>9} "
+            f"{_fmt_hours(row.makespan):>9} {row.gpu_utilization:>8.1%} "
+            f"{row.gpu_hours_per_job:>9.2f} {row.examples_per_gpu_second:>9.1f} "
             f"{int(row.unfinished):>10}{cells} {row.wall_seconds:>6.1f}s"
         )
+    typed = [c for c in s.columns if c.startswith("gpu_hours_") and c != "gpu_hours_per_job"]
+    if typed:
+        click.echo("\nGPU-hours by GPU type, moves between types")
+        for name, row in s.iterrows():
+            parts = "  ".join(f"{c[len('gpu_hours_') :]} {row[c]:.1f}" for c in typed)
+            click.echo(f"{name:<11} {parts}  moves {int(row.type_moves)}")
     claim = comparison.claim
     if not claim.get("available"):
         click.echo("claim check: needs the goodput policy in the comparison")

@@ -147,6 +147,7 @@ class Policy(ABC):
     params: ClassVar[tuple[Param, ...]] = ()
     reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
     type_aware: ClassVar[bool] = False  # reads per-GPU-type beliefs (kept fresh for it)
+    claim_baseline: ClassVar[bool] = True  # set against goodput in the Pollux claim check
 
     def __init__(self, seed: int = 0, **values: Any):
         self.seed = seed

@@ -68,6 +68,7 @@ class Sia(Policy):
     name = "sia"
     default_agent = "goodput"
     type_aware = True
+    claim_baseline = False  # Pollux's successor, not one of the baselines its claim is about
     params = (
         Param("p", float, -0.5, "fairness power (< 0: minimise)", -10.0, 10.0),
         Param("lambda_n", float, 1.1, "value of giving a job any GPUs", 0.0, 1000.0),

@@ -166,3 +166,43 @@ def check_profile(profile: ApplicationProfile, measured: MeasuredProfile) -> Fit
 def _spread(nodes: int, replicas: int) -> tuple[int, ...]:
     base, extra = divmod(replicas, nodes)
     return tuple(base + (1 if i < extra else 0) for i in range(nodes))
+
+
+def fit_typed_profile(profile, source: str) -> dict:
+    """The YAML-ready profile of an application measured on several GPU types
+    (:class:`~goodput_sim.profiles.typed.TypedProfile` of measured profiles): shared limits,
+    progress and gradient statistics, one ``gpu_types`` section per type (its per-GPU batch
+    range and fitted throughput), the restart delay and calibration, and each type's fit
+    error in the provenance."""
+    fitted = {t: fit_profile(profile.for_type(t), f"{source} [{t}]") for t in profile.gpu_types}
+    first = fitted[profile.gpu_types[0]]
+    shared_limits = {
+        k: v for k, v in first["limits"].items() if k not in ("min_local_bsz", "max_local_bsz")
+    }
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "application": profile.name,
+        "limits": shared_limits,
+        "restart_delay": profile.restart_delay,
+        "slowdown": profile.slowdown,
+        "progress": first["progress"],
+        "gradient_stats": first["gradient_stats"],
+        "gpu_types": {
+            t: {
+                "limits": {k: d["limits"][k] for k in ("min_local_bsz", "max_local_bsz")},
+                "throughput": d["throughput"],
+            }
+            for t, d in fitted.items()
+        },
+        "provenance": {
+            **{k: v for k, v in first["provenance"].items() if k != "fit_error"},
+            "source": source,
+            "throughput_measurements": {
+                t: d["provenance"]["throughput_measurements"] for t, d in fitted.items()
+            },
+            "fit_error": {t: d["provenance"]["fit_error"] for t, d in fitted.items()},
+        },
+    }
+    if data["restart_delay"] is None:
+        del data["restart_delay"]
+    return data
