@@ -45,8 +45,10 @@ class Config:
     gpus: int
 
 
-def configurations(cluster: ClusterSpec) -> list[Config]:
-    """Sia's configuration set on the nodes that are up, type by type in cluster order."""
+def configurations(cluster: ClusterSpec, max_nodes: int = 16) -> list[Config]:
+    """Sia's configuration set on the nodes that are up, type by type in cluster order, jobs
+    spanning at most ``max_nodes`` nodes (the reference's bound is its largest profiled node
+    count per type, 16 at most)."""
     out = []
     capacity, types = cluster.capacity, cluster.node_type_index
     for k, gpu_type in enumerate(cluster.type_order):
@@ -57,7 +59,7 @@ def configurations(cluster: ClusterSpec) -> list[Config]:
         per_node = int(mine.max())
         single = [g for g in (1, 2, 4, 8) if g <= per_node]
         out += [Config(gpu_type, 1, g) for g in single]
-        out += [Config(gpu_type, n, n * per_node) for n in range(2, up + 1)]
+        out += [Config(gpu_type, n, n * per_node) for n in range(2, min(up, max_nodes) + 1)]
     return out
 
 
@@ -73,6 +75,7 @@ class Sia(Policy):
         Param("p", float, -0.5, "fairness power (< 0: minimise)", -10.0, 10.0),
         Param("lambda_n", float, 1.1, "value of giving a job any GPUs", 0.0, 1000.0),
         Param("restart_penalty", bool, True, "discount moves by the restart factor"),
+        Param("max_nodes", int, 16, "most nodes one job may span", 1, 100_000),
     )
 
     def __init__(self, seed: int = 0, **values):
@@ -86,7 +89,7 @@ class Sia(Policy):
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = list(snapshot.jobs)
-        configs = configurations(snapshot.cluster)
+        configs = configurations(snapshot.cluster, self.values["max_nodes"])
         if not jobs or not configs:
             return Decision({})
         self._previous = {j.name: self._previous[j.name] for j in jobs if j.name in self._previous}

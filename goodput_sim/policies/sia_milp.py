@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, linprog, milp
 
 __all__ = ["SiaMilpResult", "assignment_objective", "solve_sia_milp"]
 
@@ -132,7 +132,11 @@ def solve_sia_milp(
     cost = _scaled((inst.value - inst.lambda_n).ravel()[cells])
     bounds = _bounds(inst)
     bounds = Bounds(bounds.lb[cells], bounds.ub[cells])
-    res = _run_highs(cost if minimise else -cost, _constraints(inst, cells), bounds, time_limit)
+    signed = cost if minimise else -cost
+    constraints = _constraints(inst, cells)
+    res = _integral_relaxation(signed, constraints, bounds)
+    if res is None:  # the relaxation is fractional: branch and bound
+        res = _run_highs(signed, constraints, bounds, time_limit)
     if res.x is None:
         raise RuntimeError(f"HiGHS returned no solution: {res.message}")
     full = np.zeros(inst.jobs * inst.configs)
@@ -325,6 +329,28 @@ def _bounds(inst: _Instance) -> Bounds:
         lower[job, config] = 1.0
     upper = inst.allowed.astype(float)
     return Bounds(lower.ravel(), upper.ravel())
+
+
+def _integral_relaxation(
+    cost: NDArray, constraints: LinearConstraint, bounds: Bounds
+) -> OptimizeResult | None:
+    """The linear relaxation's optimum when it is integral (then it is the integer optimum
+    too, found without branching; most rounds' programs are such), else None."""
+    with _native_stdout_silenced():
+        res = linprog(
+            cost,
+            A_ub=constraints.A,
+            b_ub=constraints.ub,
+            bounds=np.stack([bounds.lb, bounds.ub], axis=1),
+            method="highs",
+            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+        )
+    if res.status != 0 or res.x is None:
+        return None
+    if np.abs(res.x - np.round(res.x)).max() > 1e-9:
+        return None
+    res.x = np.round(res.x)
+    return res
 
 
 @contextmanager
