@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
+SIA_REFERENCE ?= ../shared/reference/sia-sosp23
 
 .PHONY: install demo test validate bench bench-scale corrupt-inputs lint clean
 
@@ -22,7 +23,7 @@ test: install
 	$(BIN)/python -m pytest
 
 validate: install
-	$(BIN)/goodput-sim validate --reference $(REFERENCE)
+	$(BIN)/goodput-sim validate --reference $(REFERENCE) --sia-reference $(SIA_REFERENCE)
 
 bench: install
 	$(BIN)/python benchmarks/run.py

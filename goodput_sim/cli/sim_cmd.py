@@ -491,17 +491,31 @@ def policies_cmd(fmt: str) -> None:
     required=True,
     help="The Pollux artifact folder (traces/ and workloads/).",
 )
-def validate_cmd(reference: Path) -> None:
-    """Fidelity checks: workload-6 average JCTs against the Pollux artifact's results."""
-    from goodput_sim.validate import WORKLOAD, check_fidelity
+@click.option(
+    "--sia-reference",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The Sia artifact folder, for the heterogeneous checks (skipped when absent).",
+)
+def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
+    """Fidelity checks: workload-6 average JCTs against the Pollux artifact's results, and
+    the heterogeneous checks on the Sia artifact's Philly workloads."""
+    from goodput_sim.validate import WORKLOAD, check_fidelity, check_heterogeneous
+
+    failed = 0
+    if sia_reference is not None and (sia_reference / "workloads" / "philly").is_dir():
+        for check in check_heterogeneous(sia_reference):
+            click.echo(f"{'PASS' if check.passed else 'FAIL'}  {check.name}: {check.detail}")
+            failed += not check.passed
+    elif sia_reference is not None:
+        click.echo(f"validate: heterogeneous checks SKIPPED - no Sia data at {sia_reference}")
 
     if not (reference / WORKLOAD).is_file() or not (reference / "traces").is_dir():
         click.echo(
             f"validate: SKIPPED - reference data not found at {reference} "
             "(needs traces/ and workloads/workload-6.csv)"
         )
-        return
-    failed = 0
+        raise SystemExit(1 if failed else 0)
     for r in check_fidelity(reference):
         status = "PASS" if r.passed else "FAIL"
         failed += not r.passed
