@@ -167,6 +167,9 @@ def _figures(results: Results, caption: str, jobs: list[str] | None):
         "Average JCT per policy, 95% bootstrap CI over jobs.",
     )
     yield plots.jct_by_application(results.jobs, caption), "Average JCT by application."
+    summaries = {name: m.get("summary", {}) for name, m in results.manifests.items()}
+    if all("type_moves" in s for s in summaries.values()):
+        yield plots.gpu_hours_by_type(summaries, caption), "GPU-hours by GPU type per policy."
     if results.rounds:
         total = next(iter(results.manifests.values()))["cluster"]["total_gpus"]
         yield (

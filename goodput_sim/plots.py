@@ -340,3 +340,28 @@ def cluster_size_over_time(
     bottom.set_xlabel("time (hours)")
     _titled(top, "Cluster size and utilisation", caption)
     return _save(fig, None)
+
+
+def gpu_hours_by_type(summaries: dict[str, dict], caption: str = "") -> Figure:
+    """GPU-hours each policy used on each GPU type, stacked (runs on several GPU types)."""
+    names = list(summaries)
+    first = next(iter(summaries.values()))
+    types = [
+        k[len("gpu_hours_") :]
+        for k in first
+        if k.startswith("gpu_hours_")
+        and k != "gpu_hours_per_job"
+        and all(k in s for s in summaries.values())
+    ]
+    fig = new_figure(7.0, 4.2)
+    ax = fig.subplots()
+    bottom = np.zeros(len(names))
+    for k, gpu_type in enumerate(types):
+        values = np.array([summaries[n][f"gpu_hours_{gpu_type}"] for n in names], dtype=float)
+        ax.bar(names, values, bottom=bottom, label=gpu_type, color=PALETTE[k % len(PALETTE)])
+        bottom += values
+    ax.set_ylabel("GPU-hours allocated")
+    ax.set_xlabel("policy")
+    ax.legend(title="GPU type", fontsize="small")
+    _titled(ax, "GPU-hours by GPU type", caption)
+    return _save(fig, None)

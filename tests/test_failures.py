@@ -226,3 +226,13 @@ def test_bad_failure_traces_name_the_file_and_line(rows, message, tmp_path):
     assert f"{path}: {message}" in result.output.strip().splitlines()[0]
     with pytest.raises(InputError):
         read_failure_trace(path, 16)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "optimus", "throughput", "sia", "gavel"])
+def test_every_policy_runs_while_nodes_fail_and_return(policy, profiles, slice40):
+    trace = (Failure(900.0, 0, 1800.0), Failure(1500.0, 3, 600.0), Failure(2400.0, 0, 600.0))
+    config = SimConfig(failures=FailureModel(trace=trace))
+    result = api.run(policy, slice40, profiles, ClusterSpec.uniform(4, 4), config=config)
+    assert result.jobs["finished"].all()
+    assert result.cluster_summary["node_failures"] == 3
+    assert result.rounds["nodes_down"].max() >= 1

@@ -174,3 +174,37 @@ def test_bad_pools_and_unknown_types_get_one_line(text, message, tmp_path):
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "pools.yaml" in lines[0] and message in lines[0], lines
+
+
+def test_a_typed_comparison_prints_and_draws_gpu_hours_by_type(hetero_jobs, tmp_path):
+    workload = tmp_path / "jobs.csv"
+    hetero_jobs.to_csv(workload, index=False)
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--policies",
+            "tiresias,goodput",
+            "--cluster",
+            str(DEFAULT_MIX),
+            "--profiles",
+            str(SHIPPED),
+            "--workload",
+            str(workload),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "GPU-hours by GPU type" in result.output and "dgx-ext" in result.output
+    drawn = CliRunner().invoke(
+        main, ["plot", str(out), "--kind", "types", "-o", str(tmp_path / "t.svg")]
+    )
+    assert drawn.exit_code == 0, drawn.output
+    assert (
+        "GPU-hours by GPU type"
+        in CliRunner().invoke(main, ["report", str(out), "-o", str(tmp_path / "r.html")]).output
+        or (tmp_path / "r.html").read_text().count("<figure>") == 8
+    )

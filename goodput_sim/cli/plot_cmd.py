@@ -9,7 +9,7 @@ import click
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 
-RUN_KINDS = ("cdf", "bars", "apps", "utilization", "nodes", "timeline", "jobs")
+RUN_KINDS = ("cdf", "bars", "apps", "types", "utilization", "nodes", "timeline", "jobs")
 SWEEP_KINDS = ("load", "bars")
 
 
@@ -19,8 +19,8 @@ SWEEP_KINDS = ("load", "bars")
     "--kind",
     type=click.Choice(sorted({*RUN_KINDS, *SWEEP_KINDS})),
     default=None,
-    help="cdf, bars (with 95% CIs), apps, utilization, nodes (cluster size), timeline or jobs for "
-    "a run or comparison; "
+    help="cdf, bars (with 95% CIs), apps, types (GPU-hours per GPU type), utilization, nodes "
+    "(cluster size), timeline or jobs for a run or comparison; "
     "load or bars for a sweep [default: cdf, or load for a sweep].",
 )
 @click.option("--policy", default=None, help="The policy a timeline or jobs figure draws.")
@@ -61,6 +61,11 @@ def plot_cmd(
         fig = plots.jct_cdf(data.jobs, caption=caption)
     elif kind == "apps":
         fig = plots.jct_by_application(data.jobs, caption)
+    elif kind == "types":
+        summaries = {n: m["summary"] for n, m in data.manifests.items()}
+        if not all("type_moves" in s for s in summaries.values()):
+            raise InputError("--kind", "types needs runs on profiles by GPU type")
+        fig = plots.gpu_hours_by_type(summaries, caption)
     else:
         if not data.rounds:
             raise InputError(results, "has no rounds.csv to draw over time")
