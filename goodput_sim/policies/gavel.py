@@ -58,25 +58,18 @@ class Gavel(Policy):
 
     def _speed(self, job: JobView, gpu_type: str, cluster: ClusterSpec) -> float:
         """Optimizer steps per second of the job at its requested size and batch on
-        ``gpu_type`` (0 where it does not fit), from ground truth."""
+        ``gpu_type``, from ground truth (whether it fits the GPUs up now is the linear
+        program's concern, round by round)."""
         per_node = max(g.gpus_per_node for g in cluster.groups if g.gpu_type == gpu_type)
         key = (job.application, job.requested_replicas, job.requested_batch, gpu_type, per_node)
         if key not in self._speeds:
             truth = (job.type_truths or {}).get(gpu_type, job.truth)
-            total = int(
-                cluster.capacity[
-                    cluster.node_type_index == cluster.type_order.index(gpu_type)
-                ].sum()
-            )
-            if job.requested_replicas > total:
-                self._speeds[key] = 0.0
-            else:
-                limits = truth.limits
-                b, s = fixed_batch_config(job.requested_batch, job.requested_replicas, limits, True)
-                placement = packed_placement(job.requested_replicas, per_node)
-                step, sync = truth.step_sync(placement, np.array([float(b)]))
-                seconds = float(iteration_seconds(step, sync, np.array([s]))[0])
-                self._speeds[key] = 1.0 / (seconds * truth.slowdown)
+            replicas = job.requested_replicas
+            b, s = fixed_batch_config(job.requested_batch, replicas, truth.limits, True)
+            placement = packed_placement(replicas, per_node)
+            step, sync = truth.step_sync(placement, np.array([float(b)]))
+            seconds = float(iteration_seconds(step, sync, np.array([s]))[0])
+            self._speeds[key] = 1.0 / (seconds * truth.slowdown)
         return self._speeds[key]
 
 
