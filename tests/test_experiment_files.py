@@ -3,6 +3,7 @@ that resample the workload, and runs replayed from their manifests byte for byte
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -209,3 +210,22 @@ def test_an_experiment_on_a_local_dask_cluster_gives_the_serial_bytes(small_swee
     assert (out / "summary.csv").read_bytes() == (small_sweep / "summary.csv").read_bytes()
     for jobs in small_sweep.glob("*/*/jobs.csv"):
         assert (out / jobs.relative_to(small_sweep)).read_bytes() == jobs.read_bytes()
+
+
+def test_run_takes_its_options_from_a_config_file(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "policy: tiresias\nseed: 3\nrestart_delay: 10\nparams: {queue_threshold: 1800}\n"
+    )
+    out = tmp_path / "o"
+    result = CliRunner().invoke(
+        main, ["run", "--config", str(config), "--seed", "4", "--out", str(out), "--quiet"]
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["policy"]["name"] == "tiresias" and manifest["seed"] == 4  # the flag wins
+    assert manifest["config"]["restart_delay"] == 10.0
+    assert manifest["policy"]["queue_threshold"] == 1800.0
+    config.write_text("polcy: fifo\n")
+    bad = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert bad.exit_code == 2 and "unknown option 'polcy'" in bad.output

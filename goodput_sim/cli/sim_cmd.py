@@ -134,9 +134,44 @@ def _changing_cluster(options: dict) -> dict:
     return fields
 
 
+def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
+    """``--config FILE``: a YAML mapping of this command's options (names as on the command
+    line, without dashes: ``policy: goodput``, ``restart_delay: 30``, ``params: {p: -1}``)
+    that become its defaults; options given on the command line win."""
+    if path is None:
+        return None
+    from goodput_sim.safe_yaml import load_yaml
+
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a mapping of option names to values")
+    known = {p.name for p in ctx.command.params} - {"config", "manifest"}
+    values = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            raise InputError(path, f"unknown option {key!r}; known: {', '.join(sorted(known))}")
+        if name == "params" and isinstance(value, dict):
+            value = [f"{k}={v}" for k, v in value.items()]
+        values[name] = value
+    ctx.default_map = {**(ctx.default_map or {}), **values}
+    return path
+
+
+_config_option = click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    is_eager=True,
+    expose_value=False,
+    callback=_load_config,
+    help="YAML file of this command's options (the command line overrides it).",
+)
+
+
 def _common(func):
     """Options shared by run and compare."""
     options = [
+        _config_option,
         click.option(
             "--workload",
             type=click.Path(path_type=Path),
