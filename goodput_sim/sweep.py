@@ -232,6 +232,9 @@ def run_grid(
                 rows[task] = run_task(task, profiles, config, out)
                 bar.update()
     except KeyboardInterrupt:  # keep what finished: the summary says how far it got
+        for task in tasks:  # runs whose folders landed while their results were in flight
+            if task not in rows and (row := _finished_row(task.folder(out))) is not None:
+                rows[task] = row
         _write_summary([rows[t] for t in tasks if t in rows], out)
         raise
     finally:
