@@ -355,7 +355,11 @@ def print_comparison(comparison: Comparison) -> None:
     s = comparison.summary
     priced = "cost" in s and s["cost"].notna().any()
     failing = "avg_jct_without_failures" in s
-    extra = f" {'node-h':>7} {'of them':>7}" + (f" {'cost':>9}" if priced else "")
+    changing = failing or any(
+        r.config.get("autoscale") is not None for r in comparison.results.values()
+    )
+    extra = f" {'node-h':>7} {'GPU use':>7}" if changing else ""
+    extra += f" {'cost':>9}" if priced else ""
     if failing:
         extra += f" {'failures':>8} {'lost GPU-h':>10} {'avg w/o fail':>12}"
     click.echo(
@@ -363,7 +367,9 @@ def print_comparison(comparison: Comparison) -> None:
         f"{'GPU util':>8} {'GPU-h/job':>9} {'ex/GPU-s':>9} {'unfinished':>10}{extra} {'wall':>7}"
     )
     for name, row in s.iterrows():
-        cells = f" {row.node_hours:>7.1f} {row.provisioned_gpu_utilization:>7.1%}"
+        cells = (
+            f" {row.node_hours:>7.1f} {row.provisioned_gpu_utilization:>7.1%}" if changing else ""
+        )
         cells += f" {row.cost:>9.2f}" if priced else ""
         if failing:
             cells += (
