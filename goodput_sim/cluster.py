@@ -92,6 +92,16 @@ class ClusterSpec:
     def mixed(self) -> bool:
         return len(self.type_order) > 1
 
+    def type_capacity(self) -> NDArray[np.int64]:
+        """GPUs up of each type, in ``type_order``."""
+        return np.bincount(
+            self.node_type_index, weights=self.capacity, minlength=len(self.type_order)
+        ).astype(np.int64)
+
+    def gpus_per_node_of(self, gpu_type: str) -> int:
+        """GPUs of the largest node of ``gpu_type``."""
+        return max(g.gpus_per_node for g in self.groups if g.gpu_type == gpu_type)
+
     @property
     def nodes(self) -> int:
         return sum(g.nodes for g in self.groups)

@@ -11,14 +11,13 @@ for the round. Between Gavel rounds allocations hold; finished jobs' GPUs wait f
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
 from goodput_sim.cluster import ClusterSpec, packed_placement
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.gavel_lp import RoundScheduler, max_min_fair_allocation
-from goodput_sim.policies.placement import fill_most_free
+from goodput_sim.policies.placement import keep_or_fill
 from goodput_sim.profiles.base import iteration_seconds
 
 
@@ -46,21 +45,25 @@ class Gavel(Policy):
             return Decision({})
         cluster = snapshot.cluster
         types = cluster.type_order
-        capacity = np.array(
-            [int(cluster.capacity[cluster.node_type_index == k].sum()) for k in range(len(types))]
-        )
+        capacity = cluster.type_capacity()
         throughput = np.array([[self._speed(job, t, cluster) for t in types] for job in jobs])
         replicas = [job.requested_replicas for job in jobs]
         x = max_min_fair_allocation(throughput, replicas, capacity)
         names = [job.name for job in jobs]
         chosen = self._rounds.schedule(names, x, replicas, capacity, self.values["round_seconds"])
-        return Decision(_place(jobs, chosen, cluster))
+        scheduled = sorted(
+            (j for j in jobs if chosen.get(j.name) is not None), key=lambda j: -j.requested_replicas
+        )
+        counts = {j.name: j.requested_replicas for j in scheduled}
+        on_type = {j.name: chosen[j.name] for j in scheduled}
+        placed = keep_or_fill(scheduled, counts, cluster, on_type)
+        return Decision(placed.allocations)  # node ids in order, not the fill order
 
     def _speed(self, job: JobView, gpu_type: str, cluster: ClusterSpec) -> float:
         """Optimizer steps per second of the job at its requested size and batch on
         ``gpu_type``, from ground truth (whether it fits the GPUs up now is the linear
         program's concern, round by round)."""
-        per_node = max(g.gpus_per_node for g in cluster.groups if g.gpu_type == gpu_type)
+        per_node = cluster.gpus_per_node_of(gpu_type)
         key = (job.application, job.requested_replicas, job.requested_batch, gpu_type, per_node)
         if key not in self._speeds:
             truth = (job.type_truths or {}).get(gpu_type, job.truth)
@@ -71,30 +74,3 @@ class Gavel(Policy):
             seconds = float(iteration_seconds(step, sync, np.array([s]))[0])
             self._speeds[key] = 1.0 / (seconds * truth.slowdown)
         return self._speeds[key]
-
-
-def _place(
-    jobs: list[JobView], chosen: dict[str, int | None], cluster: ClusterSpec
-) -> dict[str, NDArray[np.int64]]:
-    """Each scheduled job's GPUs on its type, largest jobs first: its previous GPUs if it stays
-    on that type and they are free, else the most-free nodes of the type."""
-    free = cluster.capacity.copy()
-    types = cluster.node_type_index
-    rows: dict[str, NDArray[np.int64]] = {}
-    order = sorted(
-        (j for j in jobs if chosen.get(j.name) is not None), key=lambda j: -j.requested_replicas
-    )
-    for job in order:
-        mine = types == chosen[job.name]
-        if job.replicas and mine[job.allocation > 0].all() and (free >= job.allocation).all():
-            rows[job.name] = job.allocation.copy()
-            free -= job.allocation
-    for job in order:
-        if job.name in rows:
-            continue
-        mine = np.where(types == chosen[job.name], free, 0)
-        filled = fill_most_free(job.requested_replicas, mine)
-        if filled is not None:
-            rows[job.name] = filled[0]
-            free -= filled[0]
-    return rows

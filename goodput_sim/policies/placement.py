@@ -29,32 +29,42 @@ def fill_most_free(
     return row, tuple(order)
 
 
-def keep_or_fill(jobs: list[JobView], counts: dict[str, int], cluster: ClusterSpec) -> Decision:
+def keep_or_fill(
+    jobs: list[JobView],
+    counts: dict[str, int],
+    cluster: ClusterSpec,
+    on_type: dict[str, int] | None = None,
+) -> Decision:
     """Rows for GPU counts per job: a running job whose count is unchanged keeps its row; the
     others, in the order of ``jobs``, take GPUs from the most-free nodes (left out if short),
     their node orders recorded. On a cluster of several GPU types a job takes its GPUs from one
-    type: the first, in the cluster's type order, with room for all of them."""
+    type: the one ``on_type`` names (an index in the cluster's type order; a job elsewhere moves
+    there), else the first, in type order, with room for all of them."""
+    on_type = on_type or {}
     free = cluster.capacity.copy()
+    types = cluster.node_type_index if cluster.mixed else None
     decision: dict[str, NDArray[np.int64]] = {}
     orders: dict[str, tuple[int, ...]] = {}
     for job in jobs:
-        if counts.get(job.name, 0) > 0 and job.replicas == counts[job.name]:
+        wanted = on_type.get(job.name)
+        stays = wanted is None or types is None or (types[job.allocation > 0] == wanted).all()
+        if counts.get(job.name, 0) > 0 and job.replicas == counts[job.name] and stays:
             decision[job.name] = job.allocation.copy()
             free -= job.allocation
-    types = cluster.node_type_index if cluster.mixed else None
     for job in jobs:
         if counts.get(job.name, 0) > 0 and job.name not in decision:
-            filled = _fill(counts[job.name], free, types)
+            filled = _fill(counts[job.name], free, types, on_type.get(job.name))
             if filled is not None:
                 decision[job.name], orders[job.name] = filled
     return Decision(decision, node_orders=orders)
 
 
-def _fill(needed: int, free: NDArray[np.int64], types: NDArray[np.int64] | None):
-    """``fill_most_free`` on the whole cluster, or on the first GPU type with room."""
+def _fill(needed: int, free: NDArray[np.int64], types: NDArray[np.int64] | None, only: int | None):
+    """``fill_most_free`` on the whole cluster, on type ``only``, or on the first GPU type
+    with room."""
     if types is None:
         return fill_most_free(needed, free)
-    for gpu_type in range(int(types.max()) + 1):
+    for gpu_type in range(int(types.max()) + 1) if only is None else (only,):
         mine = np.where(types == gpu_type, free, 0)
         filled = fill_most_free(needed, mine)
         if filled is not None:

@@ -97,7 +97,7 @@ class Sia(Policy):
         self._models = {k: v for k, v in self._models.items() if k[0] in names}
         index = {c: k for k, c in enumerate(configs)}
         goodput = np.vstack([self._row(job, configs, snapshot.cluster) for job in jobs])
-        allowed = np.vstack([self._allowed(job, configs) for job in jobs])
+        allowed = np.vstack([self._allowed(job, configs, snapshot.cluster) for job in jobs])
         values = self._values(jobs, configs, goodput, index)
         pinned = {
             i: index[self._previous[job.name]]
@@ -109,12 +109,7 @@ class Sia(Policy):
         type_names = snapshot.cluster.type_order
         type_of = np.array([type_names.index(c.gpu_type) for c in configs])
         gpus = np.array([c.gpus for c in configs])
-        capacity = np.array(
-            [
-                int(snapshot.cluster.capacity[snapshot.cluster.node_type_index == k].sum())
-                for k in range(len(type_names))
-            ]
-        )
+        capacity = snapshot.cluster.type_capacity()
         minimise = self.values["p"] < 0
         args = (values, type_of, gpus, capacity, self.values["lambda_n"], minimise)
         try:
@@ -141,7 +136,6 @@ class Sia(Policy):
             return row
         source = known[0]
         speeds = job.type_speeds or {}
-        per_node = _gpus_per_node(cluster)
         for gpu_type in dict.fromkeys(c.gpu_type for c in configs):
             mine = [k for k, c in enumerate(configs) if c.gpu_type == gpu_type]
             gpus = np.array([configs[k].gpus for k in mine])
@@ -149,7 +143,7 @@ class Sia(Policy):
                 nodes = np.array([configs[k].nodes for k in mine])
                 row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus)
             else:  # projected from the source type (Sia's bootstrap rule)
-                nodes = np.ceil(gpus / per_node[source]).astype(int)
+                nodes = np.ceil(gpus / cluster.gpus_per_node_of(source)).astype(int)
                 ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
                 row[mine] = self._goodputs(job.name, source, beliefs[source], nodes, gpus) * ratio
         smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0
@@ -166,11 +160,13 @@ class Sia(Policy):
             cached = self._models[key] = (shape, np.asarray(choice.goodput, dtype=float))
         return cached[1]
 
-    def _allowed(self, job: JobView, configs: list[Config]) -> NDArray[np.bool_]:
+    def _allowed(
+        self, job: JobView, configs: list[Config], cluster: ClusterSpec
+    ) -> NDArray[np.bool_]:
         """Configurations within the job's GPU cap: at most twice the most GPUs it has run on,
         on any type (Sia's shared cap), and within its application's own limit."""
-        beliefs = (job.type_beliefs or {"": job.belief}).values()
-        profiled = max((b.profiled_replicas for b in beliefs), default=0)
+        beliefs = _beliefs(job, cluster).values()
+        profiled = max(b.profiled_replicas for b in beliefs)
         cap = job.limits.cap(max(2 * profiled, 1))
         return np.array([c.gpus <= cap for c in configs])
 
@@ -200,13 +196,6 @@ def _beliefs(job: JobView, cluster: ClusterSpec) -> dict:
 
 def _model(belief):
     return None if belief is None else belief.goodput_model
-
-
-def _gpus_per_node(cluster: ClusterSpec) -> dict[str, int]:
-    out = {}
-    for group in cluster.groups:
-        out[group.gpu_type] = max(out.get(group.gpu_type, 0), group.gpus_per_node)
-    return out
 
 
 def place(
