@@ -309,7 +309,11 @@ class Simulation:
     def live_cluster(self) -> ClusterSpec:
         """The cluster as this round's policy sees it: failed, unprovisioned and booting nodes
         offer no GPUs."""
-        return self.cluster.with_offline(self.failed | self.off | set(self.starting))
+        return self.cluster.with_offline(self._offline())
+
+    def _offline(self) -> set[int]:
+        """Nodes offering no GPUs: failed, not provisioned, or booting."""
+        return self.failed | self.off | set(self.starting)
 
     def _provisioned(self) -> int:
         """Nodes paid for: all but those the autoscaler has not started."""
@@ -733,7 +737,7 @@ class Simulation:
                 "allocations": ";".join(
                     f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}" for j in running
                 ),
-                "nodes_up": self.cluster.nodes - len(self.failed | self.off | set(self.starting)),
+                "nodes_up": self.cluster.nodes - len(self._offline()),
                 "nodes_down": len(self.failed),
                 "nodes_starting": len(self.starting),
             }

@@ -58,15 +58,16 @@ def write_html(results: Results, path: Path, jobs: list[str] | None = None) -> P
     """Write the report of ``results`` to ``path`` (``jobs``: whose GPUs and batch to trace in
     a comparison; default the three longest jobs of goodput or the first policy)."""
     caption = results.caption()
+    table = policy_table(results)
     parts = [
         f"<h1>goodput-sim report: {html.escape(results.folder.name)}</h1>",
         f"<p>{html.escape(caption)}. goodput-sim {__version__}. Times in hours unless said.</p>",
         "<h2>Average JCT per policy</h2>",
-        _policy_html(results),
+        _policy_html(results, table),
         "<h2>Claim check</h2>",
         _claim_html(results),
         "<h2>Figures</h2>",
-        *(_figure(fig, text) for fig, text in _figures(results, caption, jobs)),
+        *(_figure(fig, text) for fig, text in _figures(results, table, caption, jobs)),
         "<h2>Manifest</h2>",
         _manifest_html(results),
         '<p id="self-check">Rendering check runs when the page has loaded.</p>',
@@ -98,8 +99,7 @@ def _hours(seconds: float) -> str:
     return "-" if pd.isna(seconds) else f"{seconds / 3600:.2f}"
 
 
-def _policy_html(results: Results) -> str:
-    table = policy_table(results)
+def _policy_html(results: Results, table: pd.DataFrame) -> str:
     over = "runs (workloads x seeds)" if results.kind == "sweep" else "jobs"
     shown = pd.DataFrame(
         {
@@ -147,23 +147,18 @@ def _claim_html(results: Results) -> str:
     )
 
 
-def _figures(results: Results, caption: str, jobs: list[str] | None):
-    """(figure, caption) pairs for the results' kind."""
-    table = policy_table(results)
+def _figures(results: Results, table: pd.DataFrame, caption: str, jobs: list[str] | None):
+    """(figure, caption) pairs for the results' kind (``table``: their ``policy_table``)."""
     if results.kind == "sweep":
         if table["load"].nunique() > 1:
             yield plots.jct_against_load(table, caption), "Mean average JCT against load."
         for load, part in table.groupby("load"):
-            summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in part.itertuples()}
-            intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in part.itertuples()}
-            fig = plots.avg_jct_bars(summaries, caption=f"load {load:g}", intervals=intervals)
+            fig = plots.interval_bars(part, caption=f"load {load:g}")
             yield fig, f"Average JCT per policy at load {load:g}, 95% CI over runs."
         return
-    summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in table.itertuples()}
-    intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
     yield plots.jct_cdf(results.jobs, caption=caption), "JCT CDF over all jobs."
     yield (
-        plots.avg_jct_bars(summaries, caption=caption, intervals=intervals),
+        plots.interval_bars(table, caption=caption),
         "Average JCT per policy, 95% bootstrap CI over jobs.",
     )
     yield plots.jct_by_application(results.jobs, caption), "Average JCT by application."

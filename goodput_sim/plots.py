@@ -132,6 +132,14 @@ def avg_jct_bars(
     return _save(fig, path)
 
 
+def interval_bars(table: pd.DataFrame, path: Path | None = None, caption: str = "") -> Figure:
+    """:func:`avg_jct_bars` of one load's rows of the ``report`` policy table (columns policy,
+    avg_jct_s, ci_low_s, ci_high_s), with their intervals."""
+    summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in table.itertuples()}
+    intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
+    return avg_jct_bars(summaries, path, caption, intervals)
+
+
 def jct_against_load(table: pd.DataFrame, caption: str = "") -> Figure:
     """Mean average JCT (hours) against load, one line per policy with its 95% interval (the
     ``report`` table: columns load, policy, avg_jct_s, ci_low_s, ci_high_s)."""

@@ -89,8 +89,9 @@ def _sweep(folder: Path) -> Results:
 
 def _labels(runs: pd.DataFrame) -> pd.Series:
     """The policy name, with agent and parameters where one policy ran in several variants."""
-    agent = runs["agent"].astype(str) if "agent" in runs else pd.Series("", index=runs.index)
-    params = runs["params"].fillna("{}").astype(str) if "params" in runs else agent * 0
+    blank = pd.Series("", index=runs.index)
+    agent = runs["agent"].astype(str) if "agent" in runs else blank
+    params = runs["params"].fillna("{}").astype(str) if "params" in runs else blank
     variants = pd.DataFrame({"p": runs["policy"], "a": agent, "q": params})
     several = variants.drop_duplicates().groupby("p").size()
     out = []

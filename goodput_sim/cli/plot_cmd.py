@@ -52,11 +52,9 @@ def plot_cmd(
     if kind == "load":
         fig = plots.jct_against_load(table, caption)
     elif kind == "bars":
-        summaries = {r.policy: {"avg_jct": r.avg_jct_s} for r in table.itertuples()}
-        intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
         if table["load"].nunique() > 1:
             raise InputError("--kind", "bars draws one load; the sweep has several: use load")
-        fig = plots.avg_jct_bars(summaries, caption=caption, intervals=intervals)
+        fig = plots.interval_bars(table, caption=caption)
     elif kind == "cdf":
         fig = plots.jct_cdf(data.jobs, caption=caption)
     elif kind == "apps":

@@ -28,7 +28,7 @@ from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
-from goodput_sim.plots import avg_jct_bars, jct_cdf
+from goodput_sim.plots import interval_bars, jct_cdf
 
 _policies_option = click.option(
     "--policies",
@@ -424,11 +424,9 @@ def write_comparison(
 
     saved = load_results(out)
     caption = saved.caption()
-    table = policy_table(saved)
-    intervals = {r.policy: (r.ci_low_s, r.ci_high_s) for r in table.itertuples()}
     jobs = {name: r.jobs for name, r in comparison.results.items()}
     jct_cdf(jobs, out / "jct_cdf.png", caption)
-    avg_jct_bars(summaries, out / "avg_jct.png", caption, intervals)
+    interval_bars(policy_table(saved), out / "avg_jct.png", caption)
 
 
 def _compare_and_report(

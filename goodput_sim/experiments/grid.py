@@ -17,6 +17,7 @@ starts; an error names the file and the key."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,11 +57,15 @@ class Experiment:
 
     @property
     def runs(self) -> int:
-        axes = (self.policies, self.workloads, self.loads, self.seeds, self.clusters)
-        count = len(self.intervals)
-        for axis in axes:
-            count *= len(axis)
-        return count
+        axes = (
+            self.policies,
+            self.workloads,
+            self.loads,
+            self.seeds,
+            self.clusters,
+            self.intervals,
+        )
+        return math.prod(len(axis) for axis in axes)
 
 
 def load_experiment(path: str | Path) -> Experiment:

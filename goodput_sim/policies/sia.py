@@ -85,7 +85,7 @@ class Sia(Policy):
 
             raise InputError("--param", "sia needs a fairness power p other than 0")
         self._previous: dict[str, Config] = {}
-        self._models: dict[tuple[str, str], tuple] = {}
+        self._models: dict[tuple, tuple] = {}
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = list(snapshot.jobs)
@@ -96,7 +96,10 @@ class Sia(Policy):
         names = {j.name for j in jobs}
         self._models = {k: v for k, v in self._models.items() if k[0] in names}
         index = {c: k for k, c in enumerate(configs)}
-        goodput = np.vstack([self._row(job, configs, snapshot.cluster) for job in jobs])
+        shapes = _shapes(configs)
+        goodput = np.vstack(
+            [self._row(job, shapes, len(configs), snapshot.cluster) for job in jobs]
+        )
         allowed = np.vstack([self._allowed(job, configs, snapshot.cluster) for job in jobs])
         values = self._values(jobs, configs, goodput, index)
         pinned = {
@@ -125,22 +128,20 @@ class Sia(Policy):
         return Decision(place(jobs, chosen, snapshot.cluster))
 
     # ----------------------------------------------------------------------------- values
-    def _row(self, job: JobView, configs: list[Config], cluster: ClusterSpec) -> NDArray:
+    def _row(self, job: JobView, shapes: dict, size: int, cluster: ClusterSpec) -> NDArray:
         """Goodput of ``job`` on every configuration (EPSILON where unknown; a new job values 1
-        GPU of any type at 1)."""
+        GPU of any type at 1). ``shapes``: each type's configuration indices, nodes and GPUs."""
         beliefs = _beliefs(job, cluster)
         known = [t for t in cluster.type_order if _model(beliefs.get(t)) is not None]
-        row = np.full(len(configs), EPSILON)
+        row = np.full(size, EPSILON)
         if not known:
-            row[[k for k, c in enumerate(configs) if c.gpus == 1]] = 1.0
+            for mine, _, gpus in shapes.values():
+                row[mine[gpus == 1]] = 1.0
             return row
         source = known[0]
         speeds = job.type_speeds or {}
-        for gpu_type in dict.fromkeys(c.gpu_type for c in configs):
-            mine = [k for k, c in enumerate(configs) if c.gpu_type == gpu_type]
-            gpus = np.array([configs[k].gpus for k in mine])
+        for gpu_type, (mine, nodes, gpus) in shapes.items():
             if gpu_type in known:
-                nodes = np.array([configs[k].nodes for k in mine])
                 row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus)
             else:  # projected from the source type (Sia's bootstrap rule)
                 nodes = np.ceil(gpus / cluster.gpus_per_node_of(source)).astype(int)
@@ -150,14 +151,14 @@ class Sia(Policy):
         return np.maximum(row / smallest, EPSILON)
 
     def _goodputs(self, name: str, gpu_type: str, belief, nodes: NDArray, gpus: NDArray):
-        """The belief's best goodputs at these shapes, cached per (job, type) until the belief
-        or the shapes change."""
-        key = (name, gpu_type)
-        shape = (belief.version, belief.fits, tuple(nodes), tuple(gpus))
+        """The belief's best goodputs at these shapes, cached per (job, type, shapes) until the
+        belief changes (a type's own shapes and those projected from it are kept apart)."""
+        key = (name, gpu_type, tuple(nodes), tuple(gpus))
+        state = (belief.version, belief.fits)
         cached = self._models.get(key)
-        if cached is None or cached[0] != shape:
+        if cached is None or cached[0] != state:
             choice = belief.goodput_model.optimize(nodes, gpus, True)
-            cached = self._models[key] = (shape, np.asarray(choice.goodput, dtype=float))
+            cached = self._models[key] = (state, np.asarray(choice.goodput, dtype=float))
         return cached[1]
 
     def _allowed(
@@ -187,6 +188,14 @@ class Sia(Policy):
                     goodput[i, index[previous]] = keep
         goodput = np.maximum(goodput, EPSILON)
         return np.minimum(goodput ** self.values["p"], CLIP)
+
+
+def _shapes(configs: list[Config]) -> dict[str, tuple[NDArray, NDArray, NDArray]]:
+    """Per GPU type: its configurations' indices, node counts and GPU counts, as arrays."""
+    rows: dict[str, list[tuple[int, int, int]]] = {}
+    for k, config in enumerate(configs):
+        rows.setdefault(config.gpu_type, []).append((k, config.nodes, config.gpus))
+    return {t: tuple(np.array(c) for c in zip(*r, strict=True)) for t, r in rows.items()}
 
 
 def _beliefs(job: JobView, cluster: ClusterSpec) -> dict:

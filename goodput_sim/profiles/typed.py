@@ -56,13 +56,13 @@ class TypedProfile(ApplicationProfile):
             raise InputError(name, "has no GPU type")
         self.name = name
         self._loaders = dict(loaders)
-        self._load = cache(lambda gpu_type: self._loaders[gpu_type]())
+        self.restart_delay = restart_delay
+        self.slowdown = slowdown
+        self._load = cache(self._loaded)
         first = self.for_type(self.gpu_types[0])
         self.limits = first.limits
         self.progress_thresholds = first.progress_thresholds
         self.checkpoint_interval = first.checkpoint_interval
-        self.restart_delay = restart_delay
-        self.slowdown = slowdown
 
     @property
     def gpu_types(self) -> tuple[str, ...]:
@@ -74,7 +74,12 @@ class TypedProfile(ApplicationProfile):
             raise InputError(
                 self.name, f"has no profile for GPU type {gpu_type!r}; has {self.gpu_types}"
             )
-        profile = self._load(gpu_type)
+        return self._load(gpu_type)
+
+    def _loaded(self, gpu_type: str) -> ApplicationProfile:
+        """A type's profile, loaded once, carrying the application's restart delay and
+        calibration."""
+        profile = self._loaders[gpu_type]()
         profile.restart_delay, profile.slowdown = self.restart_delay, self.slowdown
         return profile
 
