@@ -22,7 +22,8 @@ from __future__ import annotations
 import enum
 import time as wallclock
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -31,17 +32,18 @@ import simpy
 from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent, get_agent
+from goodput_sim.agents.base import validated_plan
 from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
 from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placement
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
-from goodput_sim.jobs import FitMemo, Job, JobBelief, JobSpec
+from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
-from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
-from goodput_sim.profiles.typed import TypedProfile
+from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile, iteration_seconds
+from goodput_sim.profiles.typed import TypedProfile, as_typed
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -201,10 +203,9 @@ class Simulation:
         if self.typed:
             if self.config.oracle:
                 raise InputError("--oracle", "is not supported on profiles by GPU type")
+            typed = {app: as_typed(profiles[app], home) for app in truths}
             for job in self.jobs:
-                job.typed = profiles[job.spec.application]
-                if not isinstance(job.typed, TypedProfile):
-                    job.typed = TypedProfile(job.typed.name, {home: lambda p=job.typed: p})
+                job.typed = typed[job.spec.application]
                 job.type_beliefs = {
                     t: JobBelief(job.typed.for_type(t).limits, None, self.fit_memo)
                     for t in self.cluster.type_order
@@ -231,7 +232,8 @@ class Simulation:
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
-        self._speeds: dict[str, dict[str, float]] = {}
+        self._speeds: dict[str, Mapping[str, float]] = {}
+        self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._tick = 0.0
 
     # ---------------------------------------------------------------------------------- run
@@ -542,12 +544,15 @@ class Simulation:
         own = job.profile.restart_delay
         return self.config.restart_delay if own is None else own
 
-    def _plan_belief(self, job: Job) -> JobBelief:
+    def _plan_belief(self, job: Job) -> BeliefView:
         """The belief a job's batch is chosen from: per GPU type under a type-aware policy, the
-        type-blind one otherwise."""
+        type-blind one otherwise; either way bound to the batch limits of the GPU type the job
+        runs on (a GPU's memory is a fact the job's agent sees, whatever the scheduler knows)."""
         if job.typed is not None and self.policy.type_aware and job.gpu_type is not None:
-            return job.type_beliefs[job.gpu_type]
-        return job.belief
+            return job.type_beliefs[job.gpu_type].view()
+        view = job.belief.view()
+        limits = job.profile.limits
+        return view if view.limits == limits else replace(view, limits=limits)
 
     def _view(self, job: Job, now: float) -> JobView:
         return JobView(
@@ -563,12 +568,14 @@ class Simulation:
             limits=job.profile.limits,
             epoch=job.epoch,
             belief=job.belief.view(),
-            truth=job.profile if self.policy.needs_oracle else None,
+            truth=self._frozen(job.profile) if self.policy.needs_oracle else None,
             gpu_type=job.gpu_type if job.replicas else None,
-            type_beliefs={t: b.view() for t, b in job.type_beliefs.items()}
+            type_beliefs=MappingProxyType({t: b.view() for t, b in job.type_beliefs.items()})
             if job.typed is not None and self.policy.type_aware
             else None,
-            type_truths={t: job.typed.for_type(t) for t in self.cluster.type_order}
+            type_truths=MappingProxyType(
+                {t: self._frozen(job.typed.for_type(t)) for t in self.cluster.type_order}
+            )
             if job.typed is not None and self.policy.needs_oracle
             else None,
             type_speeds=self._type_speeds(job) if self.policy.type_aware else None,
@@ -576,15 +583,24 @@ class Simulation:
             restarting=job.restart_remaining > 0,
         )
 
-    def _type_speeds(self, job: Job) -> dict[str, float] | None:
-        """One-GPU throughput of the job's application per GPU type (offline profiling)."""
+    def _type_speeds(self, job: Job) -> Mapping[str, float] | None:
+        """One-GPU throughput of the job's application per GPU type (offline profiling), as a
+        read-only mapping: one per application and run, keyed by the cluster's types."""
         if job.typed is None:
             return None
         cached = self._speeds.get(job.spec.application)
         if cached is None:
-            cached = {t: job.typed.single_gpu_throughput(t) for t in self.cluster.type_order}
-            self._speeds[job.spec.application] = cached
+            speeds = {t: job.typed.single_gpu_throughput(t) for t in self.cluster.type_order}
+            cached = self._speeds[job.spec.application] = MappingProxyType(speeds)
         return cached
+
+    def _frozen(self, profile: ApplicationProfile) -> FrozenProfile:
+        """The read-only view of a ground-truth profile an oracle policy is handed (one per
+        profile and run, so a policy may key its caches by it)."""
+        frozen = self._truth_views.get(profile)
+        if frozen is None:
+            frozen = self._truth_views[profile] = FrozenProfile(profile)
+        return frozen
 
     def _update_grad_stats(self, job: Job) -> None:
         """The job measures its gradient statistics while it trains (SPEC 4.4); the scheduler
@@ -602,8 +618,8 @@ class Simulation:
         """The job's per-epoch plan on its allocation, asking its agent when something the plan
         depends on changed: the allocation (a reallocation drops the plan), what of the belief
         the agent reads, the interference slowdown, or the policy's hint."""
-        belief = self._plan_belief(job).view()
-        key = (self.agent.depends_on(belief), job.slowdown, _hint_key(hint))
+        belief = self._plan_belief(job)
+        key = (self.agent.depends_on(belief), job.slowdown, _hint_key(hint), job.gpu_type)
         if job.plan is not None and job.plan.key == key:
             return
         profile = job.profile
@@ -613,8 +629,11 @@ class Simulation:
         # re-choose their batch every epoch (each epoch's are passed explicitly, so the plan
         # need not change with the belief's current statistics).
         sqr, var = profile.grad_stats(batch, epochs)
-        local_bsz, accum = self.agent.configs(
+        plan = self.agent.configs(
             belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
+        )
+        local_bsz, accum = validated_plan(
+            self.agent.name, job.name, plan, job.replicas, profile.limits, len(epochs)
         )
         step, sync, total, iteration, rate = _epoch_rates(
             profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown

@@ -356,7 +356,11 @@ def test_policies_without_oracle_never_see_truth(profiles, registered):
     assert SpyOracle.seen
     for _, name, truth, _, _ in SpyOracle.seen:
         app = MIXED.set_index("name").loc[name, "application"]
-        assert truth is profiles[app]
+        assert truth._profile is profiles[app]  # the truth, behind a read-only view
+        with pytest.raises(AttributeError, match="read-only"):
+            truth.restart_delay = 1.0
+        with pytest.raises(ValueError, match="read-only"):
+            truth.progress_thresholds[0] = 1.0
     assert "test-spy-fifo" in policy_names()  # registered for the test; removed afterwards
 
 

@@ -61,6 +61,47 @@ class BatchAgent(ABC):
         return {"name": self.name, **self.values}
 
 
+def validated_plan(
+    agent: str, job: str, plan: object, replicas: int, limits: Limits, epochs: int
+) -> BatchPlan:
+    """An agent's plan for ``epochs`` upcoming epochs on ``replicas`` GPUs, checked in one place
+    (as :meth:`~goodput_sim.policies.base.Decision.validated` checks a policy's answer): a pair
+    of arrays of one entry per epoch, integer per-GPU batches in [1, ``max_local_bsz``] of the
+    GPU type the job runs on, integer accumulation steps >= 0 (at least one micro-step), and a
+    total batch of at most the application's ``max_batch_size``. A violation is a bug in the
+    agent: ``RuntimeError`` naming the agent, the job and the value."""
+
+    def fail(what: str) -> RuntimeError:
+        return RuntimeError(f"agent {agent} gave job {job!r} {what}")
+
+    try:
+        local_bsz, accum = (np.asarray(a, dtype=np.float64) for a in plan)  # type: ignore[union-attr]
+    except (TypeError, ValueError) as error:
+        raise fail(f"a malformed plan ({error}); expected (per-GPU batch, accumulation)") from None
+    if local_bsz.shape != (epochs,) or accum.shape != (epochs,):
+        raise fail(f"plan arrays of shapes {local_bsz.shape}, {accum.shape}; expected ({epochs},)")
+    checks = (
+        (local_bsz, "per-GPU batch", 1, limits.max_local_bsz),
+        (accum, "accumulation steps", 0, None),
+    )
+    for values, what, low, high in checks:
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (values < low)
+        if high is not None:
+            bad |= values > high
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            allowed = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+            raise fail(f"{what} {values[k]:g} at upcoming epoch {k}; expected {allowed}")
+    total = replicas * local_bsz * (accum + 1)
+    over = np.flatnonzero(total > limits.max_batch_size)
+    if len(over):
+        raise fail(
+            f"total batch {total[over[0]]:g} on {replicas} GPUs; the application allows at most "
+            f"{limits.max_batch_size}"
+        )
+    return local_bsz, accum
+
+
 def fixed_configs(
     limits: Limits, total_batch: float, replicas: int, shape: tuple[int, ...]
 ) -> BatchPlan:

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from goodput_sim.agents.adaptive import without_statistics
 from goodput_sim.cluster import packed_nodes
 from goodput_sim.models.goodput import GoodputModel
+from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.greedy import solve_greedy
@@ -79,12 +80,10 @@ class ElasticPolicy(Policy):
         tables = [
             self._speedups(job, cap, fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
         ]
-        delay = snapshot.restart_delay
+        penalize = self.values["restart_penalty"]
         penalties = np.array(
             [
-                max(job.age - delay * job.num_restarts, 0.0) / (job.age + delay)
-                if self.values["restart_penalty"] and job.age + delay > 0
-                else 1.0
+                restart_factor(job.age, job.num_restarts, job.restart_delay) if penalize else 1.0
                 for job in jobs
             ]
         )

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.cluster import ClusterSpec
+from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.sia_milp import solve_sia_milp
@@ -178,10 +179,7 @@ class Sia(Policy):
                 previous = self._previous.get(job.name)
                 if previous is None or not job.replicas:
                     continue
-                delay = job.restart_delay
-                factor = 1.0
-                if job.age >= delay:
-                    factor = max(job.age - job.num_restarts * delay, 0.0) / (job.age + delay)
+                factor = restart_factor(job.age, job.num_restarts, job.restart_delay, grace=True)
                 keep = goodput[i, index[previous]] if previous in index else None
                 goodput[i] *= factor
                 if keep is not None:

@@ -129,3 +129,27 @@ class ApplicationProfile(ABC):
         """Number of completed epochs at ``progress`` (capped at max_epochs)."""
         epochs = np.searchsorted(self.progress_thresholds, progress, side="right") - 1
         return np.clip(epochs, 0, self.limits.max_epochs)
+
+
+class FrozenProfile:
+    """A read-only view of a ground-truth profile, for oracle policies: every read passes
+    through (arrays come back read-only), every write raises, so no policy can change the
+    truth the engine advances jobs by."""
+
+    __slots__ = ("_profile",)
+
+    def __init__(self, profile: ApplicationProfile):
+        object.__setattr__(self, "_profile", profile)
+
+    def __getattr__(self, name: str):
+        value = getattr(self._profile, name)
+        if isinstance(value, np.ndarray):
+            value = value.view()
+            value.flags.writeable = False
+        return value
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"profile {self._profile.name!r} is read-only for policies")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"profile {self._profile.name!r} is read-only for policies")

@@ -10,6 +10,7 @@ factors (Sia SPEC 3.4, 3.5) are profile parameters: a typed measurement folder g
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -78,8 +79,12 @@ class TypedProfile(ApplicationProfile):
 
     def _loaded(self, gpu_type: str) -> ApplicationProfile:
         """A type's profile, loaded once, carrying the application's restart delay and
-        calibration."""
+        calibration: a copy where they differ, so a profile handed in by a loader (perhaps
+        shared with other runs) is never changed."""
         profile = self._loaders[gpu_type]()
+        if (profile.restart_delay, profile.slowdown) == (self.restart_delay, self.slowdown):
+            return profile
+        profile = copy.copy(profile)
         profile.restart_delay, profile.slowdown = self.restart_delay, self.slowdown
         return profile
 
@@ -100,6 +105,16 @@ class TypedProfile(ApplicationProfile):
         batch = float(profile.limits.max_local_bsz)
         step, _ = profile.step_sync((1,), np.array([batch]))
         return batch / float(step[0])
+
+
+def as_typed(profile: ApplicationProfile, gpu_type: str) -> TypedProfile:
+    """``profile`` as a :class:`TypedProfile`: itself if typed, else the same ground truth on
+    every GPU, named ``gpu_type``, with its own restart delay and calibration."""
+    if isinstance(profile, TypedProfile):
+        return profile
+    return TypedProfile(
+        profile.name, {gpu_type: lambda: profile}, profile.restart_delay, profile.slowdown
+    )
 
 
 def is_typed_measurement_folder(path: Path) -> bool:
