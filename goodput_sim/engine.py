@@ -19,9 +19,8 @@ every new configuration; the production library refits between rounds, as here).
 
 from __future__ import annotations
 
-import enum
 import time as wallclock
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +43,8 @@ from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile, iteration_seconds
 from goodput_sim.profiles.typed import TypedProfile, as_typed
+from goodput_sim.sim.clock import At, Cause, SimEvent, after
+from goodput_sim.sim.observe import RoundObserver, RoundRecord, RunningJob
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -100,26 +101,6 @@ class SimConfig:
                 )
 
 
-class Cause(enum.Enum):
-    """Why the clock stopped: the typed value of every engine event."""
-
-    ARRIVAL = "arrival"
-    ROUND = "round"
-    COMPLETION = "completion"
-    FAILURE = "failure"  # a node goes down
-    REPAIR = "repair"  # a failed node is back (schedulable from the next round)
-    NODE_READY = "node-ready"  # a node the autoscaler started has booted
-
-
-@dataclass(frozen=True)
-class SimEvent:
-    """The value of an engine event: its cause, its time and the job it concerns, if any."""
-
-    cause: Cause
-    time: float
-    job: str | None = None
-
-
 @dataclass
 class SimResult:
     """Everything a run produced: per-job and per-round tables plus run metadata."""
@@ -167,8 +148,10 @@ class Simulation:
         config: SimConfig | None = None,
         agent: BatchAgent | None = None,
         on_finish: Callable[[int], object] | None = None,
+        observers: Sequence[RoundObserver] = (),
     ):
         self.on_finish = on_finish  # told how many jobs finished at each round, for progress
+        self.observers = tuple(observers)  # each called with every round's RoundRecord
         self.config = config or SimConfig()
         self.cluster = pool_cluster(cluster or ClusterSpec(), self.config.autoscale)
         self.policy = policy
@@ -224,6 +207,8 @@ class Simulation:
         # Nodes: failed (repairing), off (not provisioned) and starting (booting) are offline.
         failures = self.config.failures
         self.failure_model = failures if failures is not None and failures.active else None
+        if self.failure_model is not None:
+            self.failure_model.check_nodes(self.cluster.nodes)
         self.failed: set[int] = set()
         self.failure_log: list[tuple[float, int, float]] = []
         scale = self.config.autoscale
@@ -244,11 +229,9 @@ class Simulation:
         started = self._started = wallclock.perf_counter()
         env = self.env
         for job in self._queue:
-            # Scheduled from time 0, so each fires exactly at its arrival time, and before the
-            # round of that instant (created earlier; simpy keeps creation order on ties).
-            arrival = env.timeout(
-                job.spec.arrival, SimEvent(Cause.ARRIVAL, job.spec.arrival, job.name)
-            )
+            # Scheduled from time 0: each fires exactly at its arrival time, before the round
+            # of that instant (see goodput_sim.sim.clock for the order of ties).
+            arrival = after(env, job.spec.arrival, Cause.ARRIVAL, job.name)
             arrival.callbacks.append(self._on_arrival)
         if self.failure_model is not None:
             for node in range(self.cluster.nodes):
@@ -283,7 +266,7 @@ class Simulation:
         env = self.env
         interval = self.config.interval
         horizon = self.config.horizon
-        yield env.timeout(0, SimEvent(Cause.ROUND, 0.0))  # after the arrivals due at time 0
+        yield after(env, 0.0, Cause.ROUND)  # after the arrivals due at time 0
         while True:
             now = env.now
             self._advance(self.active, self.last_advance, now)
@@ -305,7 +288,7 @@ class Simulation:
                 wait = max(np.ceil(gap / interval), 1) * interval
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
-            yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
+            yield after(env, wait, Cause.ROUND)
 
     # -------------------------------------------------------------------- nodes that change
     def live_cluster(self) -> ClusterSpec:
@@ -326,10 +309,9 @@ class Simulation:
         env = self.env
         for failure in self.failure_model.node_failures(node, self.cluster.nodes):
             if failure.time > env.now:
-                yield env.timeout(failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
+                yield At(env, failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
             self._fail(failure)
-            repaired = env.now + failure.duration
-            yield env.timeout(failure.duration, SimEvent(Cause.REPAIR, repaired))
+            yield after(env, failure.duration, Cause.REPAIR)
             self.failed.discard(node)
 
     def _fail(self, failure: Failure) -> None:
@@ -407,7 +389,7 @@ class Simulation:
             return
         self._generation += 1
         generation = self.starting[node] = self._generation
-        ready = self.env.timeout(delay, SimEvent(Cause.NODE_READY, now + delay))
+        ready = after(self.env, delay, Cause.NODE_READY)
 
         def boot(_event, node=node, generation=generation) -> None:
             if self.starting.get(node) == generation:  # not removed or failed meanwhile
@@ -761,6 +743,25 @@ class Simulation:
                 "nodes_starting": len(self.starting),
             }
         )
+        if self.observers:
+            record = RoundRecord(
+                now,
+                tuple(j.name for j in active),
+                tuple(
+                    RunningJob(
+                        j.name,
+                        j.spec.application,
+                        j.gpu_type,
+                        tuple(int(g) for g in j.allocation),
+                        int(j.local_bsz),
+                        int(j.accum_steps),
+                    )
+                    for j in running
+                ),
+                frozenset(self._offline()),
+            )
+            for observe in self.observers:
+                observe(record)
 
     def _jobs_table(self) -> pd.DataFrame:
         rows = []
