@@ -1,5 +1,6 @@
 """The run specification: every engine setting is declared once, and the CLI options, the
-``--config`` keys, SimConfig's checks and the manifest's replay all follow that declaration."""
+``--config`` and experiment-file keys, SimConfig's checks and the manifest's replay all follow
+that declaration."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from goodput_sim.autoscale import AutoscaleConfig
 from goodput_sim.cli import main
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
+from goodput_sim.experiments.grid import load_experiment
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.spec import (
     BY_NAME,
@@ -201,6 +203,40 @@ def _trace(folder: Path) -> Path:
     path = folder / "trace.csv"
     path.write_text("time,node,duration\n100,0,600\n")
     return path
+
+
+@pytest.mark.parametrize("name", sorted(OTHER))
+def test_every_setting_is_an_experiment_file_key(name, tmp_path):
+    (tmp_path / "jobs.csv").write_text(SMALL)
+    _trace(tmp_path)
+    settings = {**_beside(name), name: OTHER[name]}
+    path = tmp_path / "e.yaml"
+    if name == "interval":
+        path.write_text("policies: [fifo]\nworkloads: [jobs.csv]\nintervals: [120]\n")
+        assert load_experiment(path).intervals == [120.0]
+        return
+    path.write_text(f"policies: [fifo]\nworkloads: [jobs.csv]\nsettings: {json.dumps(settings)}\n")
+    if name == "failure_trace":
+        settings[name] = str(tmp_path / "trace.csv")  # read from the experiment's folder
+    expected = build_config(settings, nodes=16)
+    assert load_experiment(path).config == expected != build_config(_beside(name))
+
+
+def test_settings_given_as_lists_are_axes(tmp_path):
+    (tmp_path / "jobs.csv").write_text(SMALL)
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "policies: [fifo]\nworkloads: [jobs.csv]\nseeds: [0, 1]\n"
+        "settings: {restart_delay: [10, 20, 30], oracle: [false, true], mtbf: 5}\n"
+    )
+    experiment = load_experiment(path)
+    assert experiment.runs == 2 * 3 * 2
+    assert experiment.settings == {
+        "restart_delay": [10.0, 20.0, 30.0],
+        "oracle": [False, True],
+        "mtbf": [5.0],
+    }
+    assert experiment.config.failures == FailureModel(5.0)
 
 
 def test_every_setting_is_a_config_file_key(tmp_path):

@@ -547,6 +547,7 @@ def sweep_cmd(
             intervals=spec.intervals,
             profiles=spec.profiles,
             config=spec.config,
+            settings=spec.settings,
             workers=workers,
             scheduler=scheduler,
             progress=not quiet,
