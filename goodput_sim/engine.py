@@ -45,6 +45,7 @@ from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile, iterati
 from goodput_sim.profiles.typed import TypedProfile, as_typed
 from goodput_sim.sim.clock import At, Cause, SimEvent, after
 from goodput_sim.sim.observe import RoundObserver, RoundRecord, RunningJob
+from goodput_sim.spec import check_config
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -53,7 +54,8 @@ DEFAULT_CHECKPOINT_SECONDS = 1800.0  # when neither the run nor the profile sets
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Engine settings (defaults follow the Pollux artifact, SPEC 5.9)."""
+    """Engine settings (defaults follow the Pollux artifact, SPEC 5.9); their types, ranges,
+    units and CLI options are declared once in :mod:`goodput_sim.spec`."""
 
     interval: float = 60.0  # seconds between scheduling rounds
     restart_delay: float = 30.0  # seconds lost whenever a job's allocation changes
@@ -71,34 +73,7 @@ class SimConfig:
     autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
 
     def __post_init__(self) -> None:
-        day, decade = 86400.0, 10 * 365 * 86400.0
-        checks = {  # name: (valid, what is valid); bounded so every run ends
-            "interval": (1.0 <= self.interval <= day, "seconds in [1, 86400]"),
-            "restart_delay": (0 <= self.restart_delay <= day, "seconds in [0, 86400]"),
-            "interference": (0 <= self.interference < 1, "a slowdown in [0, 1)"),
-            "horizon": (
-                self.horizon is None or 0 < self.horizon <= decade,
-                f"seconds in (0, {decade:.0f}]",
-            ),
-            "placement_order": (
-                self.placement_order in ("allocation", "node"),
-                "allocation or node",
-            ),
-            "max_wall": (
-                self.max_wall is None or 0 < self.max_wall <= 30 * day,
-                "seconds in (0, 2592000]",
-            ),
-            "checkpoint_interval": (
-                self.checkpoint_interval is None or 1 <= self.checkpoint_interval <= decade,
-                f"seconds in [1, {decade:.0f}]",
-            ),
-        }
-        for name, (ok, valid) in checks.items():
-            if not ok:
-                raise InputError(
-                    "--" + name.replace("_", "-"),
-                    f"invalid value {getattr(self, name)!r}; expected {valid}",
-                )
+        check_config(self)  # against the declarations of goodput_sim.spec
 
 
 @dataclass
