@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
 from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
-from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placement
+from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
@@ -232,6 +232,7 @@ class Simulation:
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
+        self.gpu_seconds_provisioned = 0.0  # their GPUs, node by node
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._tick = 0.0
@@ -289,6 +290,7 @@ class Simulation:
             self._advance(self.active, self.last_advance, now)
             self.last_advance = now
             self.node_seconds += self._provisioned() * (now - self._tick)
+            self.gpu_seconds_provisioned += self._provisioned_gpus() * (now - self._tick)
             self._tick = now
             self._complete_finished()
             waiting = len(self._queue) - self._arrived
@@ -320,6 +322,11 @@ class Simulation:
     def _provisioned(self) -> int:
         """Nodes paid for: all but those the autoscaler has not started."""
         return self.cluster.nodes - len(self.off)
+
+    def _provisioned_gpus(self) -> int:
+        """GPUs of the nodes paid for, each node counted with its own GPUs."""
+        capacity = self.cluster.capacity
+        return int(capacity.sum() - sum(int(capacity[n]) for n in self.off))
 
     def _node_failures(self, node: int):
         """A node's process: down at each failure, up again after its repair."""
@@ -423,6 +430,7 @@ class Simulation:
         node_hours = self.node_seconds / 3600.0
         out = {
             "node_hours": node_hours,
+            "provisioned_gpu_hours": self.gpu_seconds_provisioned / 3600.0,
             "node_failures": len(self.failure_log),
             "node_hours_failed": down / 3600.0,
             "cost": node_hours * price if price is not None else float("nan"),
@@ -761,6 +769,8 @@ class Simulation:
                 "nodes_starting": len(self.starting),
             }
         )
+        if len({g.gpus_per_node for g in self.cluster.groups}) > 1:  # else nodes_up x GPUs
+            self.round_records[-1]["gpus_up"] = self.live_cluster().total_gpus
 
     def _jobs_table(self) -> pd.DataFrame:
         rows = []
@@ -804,7 +814,6 @@ class Simulation:
         requested GPUs at its requested batch: its profile (or request) would make the run
         endless. One estimate per distinct (application, GPUs, batch)."""
         seen: dict[tuple, float] = {}
-        gpus = self.cluster.gpus_per_node
         for job in self.jobs:
             spec, profile = job.spec, job.profile
             key = (spec.application, spec.requested_replicas, spec.requested_batch)
@@ -812,7 +821,7 @@ class Simulation:
                 lim = profile.limits
                 replicas = spec.requested_replicas
                 b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
-                layout = packed_placement(replicas, gpus)
+                layout = self.cluster.packed_layout(replicas)
                 epochs = np.arange(lim.max_epochs)
                 *_, rate = _epoch_rates(profile, layout, b, s, replicas, epochs)
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -829,14 +838,13 @@ class Simulation:
     def _oracle_params(self, workload: pd.DataFrame) -> dict[str, ThroughputParams]:
         """True throughput as the 7-parameter model fitted to a dense grid of the profile."""
         out = {}
-        gpus = self.cluster.gpus_per_node
         for app in sorted(set(workload["application"])):
             profile = self.profiles[app]
             lim = profile.limits
             bsz = np.unique(np.geomspace(lim.min_local_bsz, lim.max_local_bsz, 8).round())
             rows = []
             for replicas in range(1, min(self.cluster.total_gpus, 64) + 1):
-                placement = packed_placement(replicas, gpus)
+                placement = self.cluster.packed_layout(replicas)
                 step, sync = profile.step_sync(placement, bsz)
                 rows += [
                     (len(placement), replicas, b, st - sy, st)
