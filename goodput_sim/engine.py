@@ -33,7 +33,13 @@ from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
-from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
+from goodput_sim.autoscale import (
+    AutoscaleConfig,
+    ScaleView,
+    make_autoscaler,
+    pool_groups,
+    removal_order,
+)
 from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
@@ -305,6 +311,8 @@ class Simulation:
             else:
                 gap = self._queue[self._arrived].spec.arrival - now
                 wait = max(np.ceil(gap / interval), 1) * interval
+                if self.scaler is not None and self._scale_idle(now):
+                    wait = interval  # the next idle round may shrink it further
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
             yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
@@ -381,12 +389,12 @@ class Simulation:
         """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes."""
         scale = self.config.autoscale
         provisioned = self._provisioned()
-        gpn = self.cluster.gpus_per_node
-        view = ScaleView(provisioned, gpn, self.cluster.total_gpus, views)
+        removable = self._removable()
+        view = ScaleView(provisioned, self._keep_order(removable), views)
         target = self.scaler.target(view)
         waiting = [v.requested_replicas for v in views if not v.allocation.any()]
         if waiting and all(not v.allocation.any() for v in views):  # never strand a request
-            target = max(target, -(-min(waiting) // gpn))
+            target = max(target, view.nodes_for(min(waiting)))
         target = min(max(target, scale.min_nodes), scale.max_nodes)
         if target > provisioned:
             for node in sorted(self.off)[: target - provisioned]:
@@ -394,20 +402,46 @@ class Simulation:
                 self._start_node(node, now, scale.startup_delay)
             return False
         preempted = False
-        if target < provisioned:
-            booting = sorted(self.starting, reverse=True)
-            up = [n for n in range(self.cluster.nodes) if n not in self.off | self.failed]
-            up = [n for n in up if n not in self.starting]
-            allocations = [job.allocation for job in self.active]
-            candidates = booting + removal_order(allocations, up)
-            for node in candidates[: provisioned - target]:
-                self.starting.pop(node, None)
-                self.off.add(node)
-                for job in self.active:
-                    if job.allocation[node] > 0:
-                        self._release(job)
-                        preempted = True
+        for node in removable[: max(provisioned - target, 0)]:
+            self.starting.pop(node, None)
+            self.off.add(node)
+            for job in self.active:
+                if job.allocation[node] > 0:
+                    self._release(job)
+                    preempted = True
         return preempted
+
+    def _removable(self) -> list[int]:
+        """Provisioned nodes the autoscaler may remove, first to go first: booting ones, then
+        up ones by ``removal_order``. Failed nodes stay (under repair), and so do nodes holding
+        a running job of a policy that does not choose GPU counts (a fixed-size job keeps the
+        GPUs it asked for)."""
+        held = set()
+        if not self.policy.elastic:
+            for job in self.active:
+                held.update(np.flatnonzero(job.allocation).tolist())
+        booting = [n for n in sorted(self.starting, reverse=True) if n not in held]
+        up = [
+            n
+            for n in range(self.cluster.nodes)
+            if n not in self.off | self.failed | held and n not in self.starting
+        ]
+        return booting + removal_order([job.allocation for job in self.active], up)
+
+    def _keep_order(self, removable: list[int]) -> tuple[int, ...]:
+        """GPUs of every pool node in the order the autoscaler keeps them: provisioned nodes it
+        may not remove, then the removable ones, last to go first, then the others in the order
+        they would start."""
+        gone = set(removable) | self.off
+        kept = [n for n in range(self.cluster.nodes) if n not in gone]
+        order = kept + removable[::-1] + sorted(self.off)
+        return tuple(int(self.cluster.capacity[n]) for n in order)
+
+    def _scale_idle(self, now: float) -> bool:
+        """A round with no active job: the rule may shrink the cluster; True while it is above
+        ``--min-nodes``, so that idle rounds go on."""
+        self._autoscale(now, ())
+        return self._provisioned() > self.config.autoscale.min_nodes and bool(self._removable())
 
     def _start_node(self, node: int, now: float, delay: float) -> None:
         if delay <= 0:
@@ -911,14 +945,11 @@ def _epochs(job: Job, progress: float, epoch: int) -> float:
 
 
 def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:
-    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes shaped
-    like the cluster's (which must be of one node shape)."""
+    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes taken
+    from the cluster's node groups in order, repeated as needed (:func:`pool_groups`)."""
     if scale is None:
         return cluster
-    if len(cluster.groups) != 1:
-        raise InputError("--cluster", "autoscaling needs a cluster of one node shape")
-    group = cluster.groups[0]
-    return ClusterSpec.uniform(scale.max_nodes, group.gpus_per_node, group.gpu_type)
+    return ClusterSpec(pool_groups(cluster.groups, scale.max_nodes), source=cluster.source)
 
 
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:

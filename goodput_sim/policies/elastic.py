@@ -52,6 +52,7 @@ class ElasticPolicy(Policy):
 
     statistical: bool = True
     params = ELASTIC_PARAMS
+    elastic = True
 
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
