@@ -32,8 +32,14 @@ from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
-from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
-from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placement
+from goodput_sim.autoscale import (
+    AutoscaleConfig,
+    ScaleView,
+    make_autoscaler,
+    pool_groups,
+    removal_order,
+)
+from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
@@ -192,6 +198,7 @@ class Simulation:
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
+        self.gpu_seconds_provisioned = 0.0  # their GPUs, node by node
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._tick = 0.0
@@ -247,6 +254,7 @@ class Simulation:
             self._advance(self.active, self.last_advance, now)
             self.last_advance = now
             self.node_seconds += self._provisioned() * (now - self._tick)
+            self.gpu_seconds_provisioned += self._provisioned_gpus() * (now - self._tick)
             self._tick = now
             self._complete_finished()
             waiting = len(self._queue) - self._arrived
@@ -261,6 +269,8 @@ class Simulation:
             else:
                 gap = self._queue[self._arrived].spec.arrival - now
                 wait = max(np.ceil(gap / interval), 1) * interval
+                if self.scaler is not None and self._scale_idle(now):
+                    wait = interval  # the next idle round may shrink it further
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
             yield after(env, wait, Cause.ROUND)
@@ -278,6 +288,11 @@ class Simulation:
     def _provisioned(self) -> int:
         """Nodes paid for: all but those the autoscaler has not started."""
         return self.cluster.nodes - len(self.off)
+
+    def _provisioned_gpus(self) -> int:
+        """GPUs of the nodes paid for, each node counted with its own GPUs."""
+        capacity = self.cluster.capacity
+        return int(capacity.sum() - sum(int(capacity[n]) for n in self.off))
 
     def _node_failures(self, node: int):
         """A node's process: down at each failure, up again after its repair."""
@@ -331,12 +346,12 @@ class Simulation:
         """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes."""
         scale = self.config.autoscale
         provisioned = self._provisioned()
-        gpn = self.cluster.gpus_per_node
-        view = ScaleView(provisioned, gpn, self.cluster.total_gpus, views)
+        removable = self._removable()
+        view = ScaleView(provisioned, self._keep_order(removable), views)
         target = self.scaler.target(view)
         waiting = [v.requested_replicas for v in views if not v.allocation.any()]
         if waiting and all(not v.allocation.any() for v in views):  # never strand a request
-            target = max(target, -(-min(waiting) // gpn))
+            target = max(target, view.nodes_for(min(waiting)))
         target = min(max(target, scale.min_nodes), scale.max_nodes)
         if target > provisioned:
             for node in sorted(self.off)[: target - provisioned]:
@@ -344,20 +359,46 @@ class Simulation:
                 self._start_node(node, now, scale.startup_delay)
             return False
         preempted = False
-        if target < provisioned:
-            booting = sorted(self.starting, reverse=True)
-            up = [n for n in range(self.cluster.nodes) if n not in self.off | self.failed]
-            up = [n for n in up if n not in self.starting]
-            allocations = [job.allocation for job in self.active]
-            candidates = booting + removal_order(allocations, up)
-            for node in candidates[: provisioned - target]:
-                self.starting.pop(node, None)
-                self.off.add(node)
-                for job in self.active:
-                    if job.allocation[node] > 0:
-                        self._release(job)
-                        preempted = True
+        for node in removable[: max(provisioned - target, 0)]:
+            self.starting.pop(node, None)
+            self.off.add(node)
+            for job in self.active:
+                if job.allocation[node] > 0:
+                    self._release(job)
+                    preempted = True
         return preempted
+
+    def _removable(self) -> list[int]:
+        """Provisioned nodes the autoscaler may remove, first to go first: booting ones, then
+        up ones by ``removal_order``. Failed nodes stay (under repair), and so do nodes holding
+        a running job of a policy that does not choose GPU counts (a fixed-size job keeps the
+        GPUs it asked for)."""
+        held = set()
+        if not self.policy.elastic:
+            for job in self.active:
+                held.update(np.flatnonzero(job.allocation).tolist())
+        booting = [n for n in sorted(self.starting, reverse=True) if n not in held]
+        up = [
+            n
+            for n in range(self.cluster.nodes)
+            if n not in self.off | self.failed | held and n not in self.starting
+        ]
+        return booting + removal_order([job.allocation for job in self.active], up)
+
+    def _keep_order(self, removable: list[int]) -> tuple[int, ...]:
+        """GPUs of every pool node in the order the autoscaler keeps them: provisioned nodes it
+        may not remove, then the removable ones, last to go first, then the others in the order
+        they would start."""
+        gone = set(removable) | self.off
+        kept = [n for n in range(self.cluster.nodes) if n not in gone]
+        order = kept + removable[::-1] + sorted(self.off)
+        return tuple(int(self.cluster.capacity[n]) for n in order)
+
+    def _scale_idle(self, now: float) -> bool:
+        """A round with no active job: the rule may shrink the cluster; True while it is above
+        ``--min-nodes``, so that idle rounds go on."""
+        self._autoscale(now, ())
+        return self._provisioned() > self.config.autoscale.min_nodes and bool(self._removable())
 
     def _start_node(self, node: int, now: float, delay: float) -> None:
         if delay <= 0:
@@ -380,6 +421,7 @@ class Simulation:
         node_hours = self.node_seconds / 3600.0
         out = {
             "node_hours": node_hours,
+            "provisioned_gpu_hours": self.gpu_seconds_provisioned / 3600.0,
             "node_failures": len(self.failure_log),
             "node_hours_failed": down / 3600.0,
             "cost": node_hours * price if price is not None else float("nan"),
@@ -718,6 +760,8 @@ class Simulation:
                 "nodes_starting": len(self.starting),
             }
         )
+        if len({g.gpus_per_node for g in self.cluster.groups}) > 1:  # else nodes_up x GPUs
+            self.round_records[-1]["gpus_up"] = self.live_cluster().total_gpus
         if self.observers:
             record = RoundRecord(
                 now,
@@ -780,7 +824,6 @@ class Simulation:
         requested GPUs at its requested batch: its profile (or request) would make the run
         endless. One estimate per distinct (application, GPUs, batch)."""
         seen: dict[tuple, float] = {}
-        gpus = self.cluster.gpus_per_node
         for job in self.jobs:
             spec, profile = job.spec, job.profile
             key = (spec.application, spec.requested_replicas, spec.requested_batch)
@@ -788,7 +831,7 @@ class Simulation:
                 lim = profile.limits
                 replicas = spec.requested_replicas
                 b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
-                layout = packed_placement(replicas, gpus)
+                layout = self.cluster.packed_layout(replicas)
                 epochs = np.arange(lim.max_epochs)
                 *_, rate = _epoch_rates(profile, layout, b, s, replicas, epochs)
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -805,14 +848,13 @@ class Simulation:
     def _oracle_params(self, workload: pd.DataFrame) -> dict[str, ThroughputParams]:
         """True throughput as the 7-parameter model fitted to a dense grid of the profile."""
         out = {}
-        gpus = self.cluster.gpus_per_node
         for app in sorted(set(workload["application"])):
             profile = self.profiles[app]
             lim = profile.limits
             bsz = np.unique(np.geomspace(lim.min_local_bsz, lim.max_local_bsz, 8).round())
             rows = []
             for replicas in range(1, min(self.cluster.total_gpus, 64) + 1):
-                placement = packed_placement(replicas, gpus)
+                placement = self.cluster.packed_layout(replicas)
                 step, sync = profile.step_sync(placement, bsz)
                 rows += [
                     (len(placement), replicas, b, st - sy, st)
@@ -879,14 +921,11 @@ def _epochs(job: Job, progress: float, epoch: int) -> float:
 
 
 def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:
-    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes shaped
-    like the cluster's (which must be of one node shape)."""
+    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes taken
+    from the cluster's node groups in order, repeated as needed (:func:`pool_groups`)."""
     if scale is None:
         return cluster
-    if len(cluster.groups) != 1:
-        raise InputError("--cluster", "autoscaling needs a cluster of one node shape")
-    group = cluster.groups[0]
-    return ClusterSpec.uniform(scale.max_nodes, group.gpus_per_node, group.gpu_type)
+    return ClusterSpec(pool_groups(cluster.groups, scale.max_nodes), source=cluster.source)
 
 
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:
