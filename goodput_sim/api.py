@@ -113,9 +113,9 @@ def _workload(
     if workload is None:
         workload = bundled_workload()
     if isinstance(workload, pd.DataFrame):
-        check_workload(workload, "workload", applications=profiles, max_gpus=cluster.total_gpus)
+        check_workload(workload, "workload", applications=profiles, max_gpus=cluster.max_job_gpus)
         return workload
-    return load_workload(workload, applications=profiles, max_gpus=cluster.total_gpus)
+    return load_workload(workload, applications=profiles, max_gpus=cluster.max_job_gpus)
 
 
 def run(

@@ -149,6 +149,12 @@ class ClusterSpec:
         return int(self.capacity.sum())
 
     @property
+    def max_job_gpus(self) -> int:
+        """The most GPUs one job can hold: all of them, or on a mixed cluster those of its
+        largest GPU type (a job never spans two types)."""
+        return int(self.type_capacity().max()) if self.mixed else self.total_gpus
+
+    @property
     def gpu_type(self) -> str:
         """The cluster's first GPU type (its only one unless ``mixed``)."""
         return self.groups[0].gpu_type

@@ -821,11 +821,19 @@ class Simulation:
 
     def _check_finishable(self) -> None:
         """Refuse a job that could not finish within ``MAX_IDEAL_SECONDS`` even alone on its
-        requested GPUs at its requested batch: its profile (or request) would make the run
-        endless. One estimate per distinct (application, GPUs, batch)."""
+        requested GPUs at its requested batch, or that asks for more GPUs than one GPU type
+        has: its profile (or request) would make the run endless. One estimate per distinct
+        (application, GPUs, batch)."""
         seen: dict[tuple, float] = {}
+        most = self.cluster.max_job_gpus
         for job in self.jobs:
             spec, profile = job.spec, job.profile
+            if spec.requested_replicas > most:
+                raise InputError(
+                    f"job {job.name!r}",
+                    f"asks for {spec.requested_replicas} GPUs; a job never spans two GPU types "
+                    f"and the largest type of this cluster has {most}",
+                )
             key = (spec.application, spec.requested_replicas, spec.requested_batch)
             if key not in seen:
                 lim = profile.limits
