@@ -43,14 +43,21 @@ from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
-from goodput_sim.models.efficiency import gain
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
-from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile, iteration_seconds
+from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
 from goodput_sim.sim.clock import At, Cause, SimEvent, after
-from goodput_sim.sim.observe import RoundObserver, RoundRecord, RunningJob
+from goodput_sim.sim.observe import RoundObserver
+from goodput_sim.sim.progress import (
+    Plan,
+    advance_job,
+    epoch_rates,
+    lose_work,
+    state_at,
+)
+from goodput_sim.sim.recording import gpu_hours_by_type, jobs_table, round_record, round_row
 from goodput_sim.spec import check_config
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
@@ -96,20 +103,6 @@ class SimResult:
     policy_seconds: list[float] = field(default_factory=list)
     stopped: str | None = None  # why a run ended before every job finished, if a guard did
     cluster_summary: dict = field(default_factory=dict)  # node-hours, failures, cost
-
-
-@dataclass
-class _Plan:
-    """A job's per-epoch configuration and progress rate from ``first_epoch`` on."""
-
-    key: tuple
-    first_epoch: int
-    local_bsz: NDArray
-    accum_steps: NDArray
-    rate: NDArray  # progress (M0-steps) per second in each epoch
-    step: NDArray  # true seconds per optimizer step without accumulation, per epoch
-    sync: NDArray  # of which gradient synchronisation
-    samples: NDArray  # examples processed per second in each epoch
 
 
 class Simulation:
@@ -221,7 +214,7 @@ class Simulation:
         done = env.process(self._rounds())
         env.run(until=done)
         return SimResult(
-            jobs=self._jobs_table(),
+            jobs=jobs_table(self.jobs, self.typed),
             rounds=pd.DataFrame(self.round_records),
             policy=self.policy.describe(),
             agent=self.agent.describe(),
@@ -318,20 +311,10 @@ class Simulation:
         self.failure_log.append((now, node, failure.duration))
         for job in self.active:
             if not job.finished and job.allocation[node] > 0:
-                self._lose_work(job, now)
+                lose_work(job, now)
                 self._release(job)
                 job.failures += 1
                 job.restore_pending = True
-
-    @staticmethod
-    def _lose_work(job: Job, now: float) -> None:
-        """Undo the job's progress since its last checkpoint; count the GPU-time it cost."""
-        progress, epoch, saved = job.checkpoint
-        if now <= saved:  # still in its restart delay: nothing trained since the checkpoint
-            return
-        job.lost_gpu_seconds += job.replicas * (now - saved)
-        job.lost_epochs += _epochs(job, job.progress, job.epoch) - _epochs(job, progress, epoch)
-        job.progress, job.epoch = progress, epoch
 
     @staticmethod
     def _release(job: Job) -> None:
@@ -427,10 +410,7 @@ class Simulation:
             "cost": node_hours * price if price is not None else float("nan"),
         }
         if self.typed:
-            for gpu_type in self.cluster.type_order:
-                seconds = sum(j.gpu_seconds_by_type.get(gpu_type, 0.0) for j in self.jobs)
-                out[f"gpu_hours_{gpu_type}"] = seconds / 3600.0
-            out["type_moves"] = sum(max(len(j.type_history) - 1, 0) for j in self.jobs)
+            out.update(gpu_hours_by_type(self.jobs, self.cluster.type_order))
         return out
 
     def _guard(self, now: float) -> str | None:
@@ -634,10 +614,10 @@ class Simulation:
         local_bsz, accum = validated_plan(
             self.agent.name, job.name, plan, job.replicas, profile.limits, len(epochs)
         )
-        step, sync, total, iteration, rate = _epoch_rates(
+        step, sync, total, iteration, rate = epoch_rates(
             profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
         )
-        job.plan = _Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
+        job.plan = Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
         job.last_batch = job.total_batch
 
@@ -649,7 +629,7 @@ class Simulation:
                 if job.replicas and not job.finished:
                     if self.failure_model is not None and job.next_checkpoint <= end:
                         self._take_checkpoint(job, start, end)
-                    self._advance_job(job, start, end)
+                    advance_job(job, start, end)
 
     def _take_checkpoint(self, job: Job, start: float, end: float) -> None:
         """Record the job's state at its last periodic checkpoint in (start, end], computed
@@ -657,7 +637,7 @@ class Simulation:
         every = self._checkpoint_interval(job)
         count = np.floor((end - job.next_checkpoint) / every)
         when = job.next_checkpoint + count * every
-        progress, epoch = _state_at(job, start, when)
+        progress, epoch = state_at(job, start, when)
         job.checkpoint = (progress, epoch, when)
         job.next_checkpoint = when + every
 
@@ -665,159 +645,19 @@ class Simulation:
         own = getattr(job.profile, "checkpoint_interval", None)
         return self.config.checkpoint_interval or own or DEFAULT_CHECKPOINT_SECONDS
 
-    def _advance_job(self, job: Job, start: float, end: float) -> None:
-        """Move a running job from ``start`` to ``end`` on ground truth."""
-        t = start + min(job.restart_remaining, end - start)
-        job.restart_remaining -= t - start
-        job.restart_gpu_seconds += job.replicas * (t - start)
-        stop = end
-        if t < end:
-            plan = job.plan
-            thresholds = job.profile.progress_thresholds
-            k0 = job.epoch - plan.first_epoch
-            available = end - t
-            rate = plan.rate[k0]
-            if (thresholds[job.epoch + 1] - job.progress) / rate > available:
-                # The common case, no epoch boundary in this interval: scalar arithmetic.
-                self._observe(job, plan, k0, 1)
-                self._train_within_epoch(job, plan, k0, available)
-            else:
-                finish = self._cross_epochs(job, plan, k0, t, available)
-                stop = end if finish is None else finish
-        job.gpu_seconds += job.replicas * (stop - start)
-        if job.typed is not None:
-            by_type = job.gpu_seconds_by_type
-            by_type[job.gpu_type] = by_type.get(job.gpu_type, 0.0) + job.replicas * (stop - start)
-        job.train_seconds += max(stop - t, 0.0)
-        job.train_gpu_seconds += job.replicas * max(stop - t, 0.0)
-
-    def _cross_epochs(
-        self, job: Job, plan: _Plan, k0: int, t: float, available: float
-    ) -> float | None:
-        """Advance a job whose interval from ``t`` (``available`` seconds) crosses epoch
-        boundaries, epoch by epoch at the plan's rates; returns its finish time if it ends."""
-        thresholds = job.profile.progress_thresholds
-        rates = plan.rate[k0:]
-        segments = np.diff(thresholds[job.epoch :])
-        segments[0] = thresholds[job.epoch + 1] - job.progress
-        durations = segments / rates
-        cumulative = np.cumsum(durations)
-        crossed = int(np.searchsorted(cumulative, available, side="right"))
-        self._observe(job, plan, k0, min(crossed + 1, len(rates)))
-        samples = plan.samples[k0:]
-        job.examples += float(durations[:crossed] @ samples[:crossed])
-        if crossed >= len(rates):  # finishes inside this interval
-            job.finish_time = t + float(cumulative[-1])
-            job.epoch = job.profile.limits.max_epochs
-            job.progress = float(thresholds[-1])
-            return job.finish_time
-        spent = float(cumulative[crossed - 1]) if crossed else 0.0
-        if crossed:
-            job.epoch += crossed
-            job.progress = float(thresholds[job.epoch])
-        self._train_within_epoch(job, plan, k0 + crossed, available - spent)
-        return None
-
-    @staticmethod
-    def _train_within_epoch(job: Job, plan: _Plan, k: int, seconds: float) -> None:
-        """Train ``seconds`` at the plan's ``k``-th epoch configuration, crossing no boundary."""
-        job.progress += float(plan.rate[k]) * seconds
-        job.examples += float(plan.samples[k]) * seconds
-        job.local_bsz = int(plan.local_bsz[k])
-        job.accum_steps = int(plan.accum_steps[k])
-        job.last_batch = job.total_batch
-
-    @staticmethod
-    def _observe(job: Job, plan: _Plan, first: int, count: int) -> None:
-        """Record the configurations the job ran in these epochs for its throughput belief."""
-        step, sync = plan.step, plan.sync
-        seen = set()
-        for k in range(first, first + count):
-            b = float(plan.local_bsz[k])
-            if b not in seen:
-                seen.add(b)
-                job.belief.observe(job.nodes_used, job.replicas, b, float(step[k]), float(sync[k]))
-                if job.typed is not None:
-                    job.type_beliefs[job.gpu_type].observe(
-                        job.nodes_used, job.replicas, b, float(step[k]), float(sync[k])
-                    )
-
     # ------------------------------------------------------------------------------ records
     def _record_round(self, now: float, active: list[Job]) -> None:
-        running = [j for j in active if j.replicas]
-        self.round_records.append(
-            {
-                "time": now,
-                "active": len(active),
-                "running": len(running),
-                "queued": len(active) - len(running),
-                "gpus_in_use": int(sum(j.replicas for j in running)),
-                "allocations": ";".join(
-                    f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}" for j in running
-                ),
-                "nodes_up": self.cluster.nodes - len(self._offline()),
-                "nodes_down": len(self.failed),
-                "nodes_starting": len(self.starting),
-            }
+        offline = self._offline()
+        row = round_row(
+            now, active, self.cluster.nodes - len(offline), len(self.failed), len(self.starting)
         )
         if len({g.gpus_per_node for g in self.cluster.groups}) > 1:  # else nodes_up x GPUs
-            self.round_records[-1]["gpus_up"] = self.live_cluster().total_gpus
+            row["gpus_up"] = self.live_cluster().total_gpus
+        self.round_records.append(row)
         if self.observers:
-            record = RoundRecord(
-                now,
-                tuple(j.name for j in active),
-                tuple(
-                    RunningJob(
-                        j.name,
-                        j.spec.application,
-                        j.gpu_type,
-                        tuple(int(g) for g in j.allocation),
-                        int(j.local_bsz),
-                        int(j.accum_steps),
-                    )
-                    for j in running
-                ),
-                frozenset(self._offline()),
-            )
+            record = round_record(now, active, offline)
             for observe in self.observers:
                 observe(record)
-
-    def _jobs_table(self) -> pd.DataFrame:
-        rows = []
-        for job in self.jobs:
-            finish = job.finish_time
-            rows.append(
-                {
-                    "name": job.name,
-                    "application": job.spec.application,
-                    "arrival": job.spec.arrival,
-                    "start": job.start_time,
-                    "finish": finish,
-                    "jct": finish - job.spec.arrival if finish is not None else None,
-                    "queueing": (job.start_time - job.spec.arrival)
-                    if job.start_time is not None
-                    else None,
-                    "restarts": job.num_restarts,
-                    "gpu_seconds": job.gpu_seconds,
-                    "final_batch_size": job.last_batch,
-                    "epochs": job.epoch,
-                    "examples": job.examples,
-                    "train_seconds": job.train_seconds,
-                    "train_gpu_seconds": job.train_gpu_seconds,
-                    "finished": job.finished,
-                    "restart_gpu_seconds": job.restart_gpu_seconds,
-                    "failures": job.failures,
-                    "restores": job.restores,
-                    "lost_gpu_seconds": job.lost_gpu_seconds,
-                    "lost_epochs": job.lost_epochs,
-                }
-            )
-            if self.typed:
-                rows[-1]["gpu_types"] = ">".join(job.type_history)
-                rows[-1]["gpu_hours_by_type"] = ";".join(
-                    f"{t}={s / 3600:.6f}" for t, s in job.gpu_seconds_by_type.items()
-                )
-        return pd.DataFrame(rows)
 
     def _check_finishable(self) -> None:
         """Refuse a job that could not finish within ``MAX_IDEAL_SECONDS`` even alone on its
@@ -828,7 +668,7 @@ class Simulation:
         most = self.cluster.max_job_gpus
         for job in self.jobs:
             spec, profile = job.spec, job.profile
-            if spec.requested_replicas > most:
+            if self.cluster.mixed and spec.requested_replicas > most:
                 raise InputError(
                     f"job {job.name!r}",
                     f"asks for {spec.requested_replicas} GPUs; a job never spans two GPU types "
@@ -841,7 +681,7 @@ class Simulation:
                 b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
                 layout = self.cluster.packed_layout(replicas)
                 epochs = np.arange(lim.max_epochs)
-                *_, rate = _epoch_rates(profile, layout, b, s, replicas, epochs)
+                *_, rate = epoch_rates(profile, layout, b, s, replicas, epochs)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     seen[key] = float(np.sum(np.diff(profile.progress_thresholds) / rate))
             seconds = seen[key]
@@ -873,59 +713,9 @@ class Simulation:
         return out
 
 
-def _epoch_rates(
-    profile: ApplicationProfile,
-    layout: tuple[int, ...],
-    local_bsz,
-    accum,
-    replicas: int,
-    epochs: NDArray,
-    slowdown: float = 0.0,
-) -> tuple:
-    """True (step, sync, total batch, iteration seconds, progress rate) of a configuration in
-    each of ``epochs``: the ground truth a plan, and the finishability check, advance by."""
-    step, sync = profile.step_sync(layout, local_bsz)
-    total = replicas * local_bsz * (accum + 1)
-    sqr, var = profile.grad_stats(total, epochs)
-    iteration = iteration_seconds(step, sync, accum) / (1.0 - slowdown)
-    if profile.slowdown != 1.0:  # calibration to real runs (Sia SPEC 3.5); beliefs are not slowed
-        iteration = iteration * profile.slowdown
-    rate = gain(total, profile.limits.init_batch_size, sqr, var) / iteration
-    return step, sync, total, iteration, rate
-
-
 def _truth(profile: ApplicationProfile, gpu_type: str) -> ApplicationProfile:
     """A job's ground truth before it runs: its profile on the cluster's first GPU type."""
     return profile.for_type(gpu_type) if isinstance(profile, TypedProfile) else profile
-
-
-def _state_at(job: Job, start: float, when: float) -> tuple[float, int]:
-    """(progress, epoch) the job will have at ``when`` if it runs its plan from ``start``; the
-    job itself is left as it is."""
-    trained = when - (start + min(job.restart_remaining, when - start))
-    if trained <= 0:
-        return job.progress, job.epoch
-    plan = job.plan
-    thresholds = job.profile.progress_thresholds
-    rates = plan.rate[job.epoch - plan.first_epoch :]
-    segments = np.diff(thresholds[job.epoch :])
-    segments[0] = thresholds[job.epoch + 1] - job.progress
-    cumulative = np.cumsum(segments / rates)
-    crossed = int(np.searchsorted(cumulative, trained, side="right"))
-    if crossed >= len(rates):
-        return float(thresholds[-1]), job.profile.limits.max_epochs
-    spent = float(cumulative[crossed - 1]) if crossed else 0.0
-    base = float(thresholds[job.epoch + crossed]) if crossed else job.progress
-    return base + float(rates[crossed]) * (trained - spent), job.epoch + crossed
-
-
-def _epochs(job: Job, progress: float, epoch: int) -> float:
-    """Progress as fractional epochs."""
-    thresholds = job.profile.progress_thresholds
-    if epoch >= len(thresholds) - 1:
-        return float(epoch)
-    low, high = thresholds[epoch], thresholds[epoch + 1]
-    return epoch + (progress - low) / (high - low)
 
 
 def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:

@@ -115,7 +115,7 @@ def test_a_simulation_never_changes_the_profiles_it_is_given(typed_profiles, sia
     plain.restart_delay, plain.slowdown = 99.0, 1.7
     profiles = {**typed_profiles, "cifar10": plain}
     jobs = sia_slice[sia_slice["application"].isin(["cifar10", "bert"])]
-    cluster = ClusterSpec.uniform(2, 4, "aws")
+    cluster = ClusterSpec.uniform(4, 4, "aws")
     Simulation(jobs, profiles, get_policy("goodput"), cluster).run()
     assert (plain.restart_delay, plain.slowdown) == (99.0, 1.7)
 

@@ -1,0 +1,95 @@
+"""What a run writes: one row per scheduling round, one per job, and the cluster's summary;
+plus the frozen :class:`~goodput_sim.sim.observe.RoundRecord` handed to round observers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from goodput_sim.jobs import Job
+from goodput_sim.sim.observe import RoundRecord, RunningJob
+
+
+def round_row(now: float, active: Sequence[Job], nodes_up: int, down: int, starting: int) -> dict:
+    """The ``rounds.csv`` row of a round: counts, every running job as
+    ``name=GPUs.per.node@total_batch``, and the nodes up, down and booting."""
+    running = [j for j in active if j.replicas]
+    return {
+        "time": now,
+        "active": len(active),
+        "running": len(running),
+        "queued": len(active) - len(running),
+        "gpus_in_use": int(sum(j.replicas for j in running)),
+        "allocations": ";".join(
+            f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}" for j in running
+        ),
+        "nodes_up": nodes_up,
+        "nodes_down": down,
+        "nodes_starting": starting,
+    }
+
+
+def round_record(now: float, active: Sequence[Job], offline: set[int]) -> RoundRecord:
+    """The frozen record observers receive."""
+    running = tuple(
+        RunningJob(
+            j.name,
+            j.spec.application,
+            j.gpu_type,
+            tuple(int(g) for g in j.allocation),
+            int(j.local_bsz),
+            int(j.accum_steps),
+        )
+        for j in active
+        if j.replicas
+    )
+    return RoundRecord(now, tuple(j.name for j in active), running, frozenset(offline))
+
+
+def jobs_table(jobs: Sequence[Job], typed: bool) -> pd.DataFrame:
+    """``jobs.csv``: one row per job, finished or not (with GPU types on typed runs)."""
+    rows = []
+    for job in jobs:
+        finish = job.finish_time
+        row = {
+            "name": job.name,
+            "application": job.spec.application,
+            "arrival": job.spec.arrival,
+            "start": job.start_time,
+            "finish": finish,
+            "jct": finish - job.spec.arrival if finish is not None else None,
+            "queueing": (job.start_time - job.spec.arrival)
+            if job.start_time is not None
+            else None,
+            "restarts": job.num_restarts,
+            "gpu_seconds": job.gpu_seconds,
+            "final_batch_size": job.last_batch,
+            "epochs": job.epoch,
+            "examples": job.examples,
+            "train_seconds": job.train_seconds,
+            "train_gpu_seconds": job.train_gpu_seconds,
+            "finished": job.finished,
+            "restart_gpu_seconds": job.restart_gpu_seconds,
+            "failures": job.failures,
+            "restores": job.restores,
+            "lost_gpu_seconds": job.lost_gpu_seconds,
+            "lost_epochs": job.lost_epochs,
+        }
+        if typed:
+            row["gpu_types"] = ">".join(job.type_history)
+            row["gpu_hours_by_type"] = ";".join(
+                f"{t}={s / 3600:.6f}" for t, s in job.gpu_seconds_by_type.items()
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def gpu_hours_by_type(jobs: Sequence[Job], types: Sequence[str]) -> dict:
+    """GPU-hours every type gave the jobs, and how often jobs moved between types."""
+    out = {
+        f"gpu_hours_{t}": sum(j.gpu_seconds_by_type.get(t, 0.0) for j in jobs) / 3600.0
+        for t in types
+    }
+    out["type_moves"] = sum(max(len(j.type_history) - 1, 0) for j in jobs)
+    return out
