@@ -34,10 +34,7 @@ from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
 from goodput_sim.autoscale import (
     AutoscaleConfig,
-    ScaleView,
-    make_autoscaler,
     pool_groups,
-    removal_order,
 )
 from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
@@ -48,7 +45,8 @@ from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
-from goodput_sim.sim.clock import At, Cause, SimEvent, after
+from goodput_sim.sim.clock import Cause, SimEvent, after
+from goodput_sim.sim.dynamics import NodeStates, held_nodes
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.progress import (
     Plan,
@@ -178,23 +176,11 @@ class Simulation:
         self.stopped: str | None = None
         self._started = 0.0
         self._check_finishable()
-        # Nodes: failed (repairing), off (not provisioned) and starting (booting) are offline.
-        failures = self.config.failures
-        self.failure_model = failures if failures is not None and failures.active else None
-        if self.failure_model is not None:
-            self.failure_model.check_nodes(self.cluster.nodes)
-        self.failed: set[int] = set()
-        self.failure_log: list[tuple[float, int, float]] = []
-        scale = self.config.autoscale
-        self.scaler = make_autoscaler(scale.rule, dict(scale.params)) if scale else None
-        self.off: set[int] = set(range(scale.min_nodes, self.cluster.nodes)) if scale else set()
-        self.starting: dict[int, int] = {}  # node -> generation of its start request
-        self._generation = 0
-        self.node_seconds = 0.0  # provisioned node-seconds, start-up included
-        self.gpu_seconds_provisioned = 0.0  # their GPUs, node by node
+        self.nodes = NodeStates(
+            self.env, self.cluster, self.config.failures, self.config.autoscale, self._on_failure
+        )
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
-        self._tick = 0.0
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:
@@ -208,9 +194,7 @@ class Simulation:
             # of that instant (see goodput_sim.sim.clock for the order of ties).
             arrival = after(env, job.spec.arrival, Cause.ARRIVAL, job.name)
             arrival.callbacks.append(self._on_arrival)
-        if self.failure_model is not None:
-            for node in range(self.cluster.nodes):
-                env.process(self._node_failures(node))
+        self.nodes.start()
         done = env.process(self._rounds())
         env.run(until=done)
         return SimResult(
@@ -246,9 +230,7 @@ class Simulation:
             now = env.now
             self._advance(self.active, self.last_advance, now)
             self.last_advance = now
-            self.node_seconds += self._provisioned() * (now - self._tick)
-            self.gpu_seconds_provisioned += self._provisioned_gpus() * (now - self._tick)
-            self._tick = now
+            self.nodes.account(now)
             self._complete_finished()
             waiting = len(self._queue) - self._arrived
             if (not self.active and not waiting) or (horizon is not None and now >= horizon):
@@ -262,7 +244,7 @@ class Simulation:
             else:
                 gap = self._queue[self._arrived].spec.arrival - now
                 wait = max(np.ceil(gap / interval), 1) * interval
-                if self.scaler is not None and self._scale_idle(now):
+                if self.nodes.scaler is not None and self._scale_idle(now):
                     wait = interval  # the next idle round may shrink it further
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
@@ -272,45 +254,16 @@ class Simulation:
     def live_cluster(self) -> ClusterSpec:
         """The cluster as this round's policy sees it: failed, unprovisioned and booting nodes
         offer no GPUs."""
-        return self.cluster.with_offline(self._offline())
+        return self.nodes.live_cluster()
 
-    def _offline(self) -> set[int]:
-        """Nodes offering no GPUs: failed, not provisioned, or booting."""
-        return self.failed | self.off | set(self.starting)
-
-    def _provisioned(self) -> int:
-        """Nodes paid for: all but those the autoscaler has not started."""
-        return self.cluster.nodes - len(self.off)
-
-    def _provisioned_gpus(self) -> int:
-        """GPUs of the nodes paid for, each node counted with its own GPUs."""
-        capacity = self.cluster.capacity
-        return int(capacity.sum() - sum(int(capacity[n]) for n in self.off))
-
-    def _node_failures(self, node: int):
-        """A node's process: down at each failure, up again after its repair."""
-        env = self.env
-        for failure in self.failure_model.node_failures(node, self.cluster.nodes):
-            if failure.time > env.now:
-                yield At(env, failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
-            self._fail(failure)
-            yield after(env, failure.duration, Cause.REPAIR)
-            self.failed.discard(node)
-
-    def _fail(self, failure: Failure) -> None:
+    def _on_failure(self, failure: Failure) -> None:
         """Node ``failure.node`` goes down now: every job with GPUs on it falls back to its last
-        checkpoint and waits for the next round. A node the autoscaler has not started cannot
-        fail."""
-        node, now = failure.node, self.env.now
-        if node in self.off:
-            return
+        checkpoint and waits for the next round."""
+        now = self.env.now
         self._advance(self.active, self.last_advance, now)
         self.last_advance = now
-        self.failed.add(node)
-        self.starting.pop(node, None)
-        self.failure_log.append((now, node, failure.duration))
         for job in self.active:
-            if not job.finished and job.allocation[node] > 0:
+            if not job.finished and job.allocation[failure.node] > 0:
                 lose_work(job, now)
                 self._release(job)
                 job.failures += 1
@@ -326,89 +279,28 @@ class Simulation:
         job.restart_remaining = 0.0
 
     def _autoscale(self, now: float, views: tuple[JobView, ...]) -> bool:
-        """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes."""
-        scale = self.config.autoscale
-        provisioned = self._provisioned()
-        removable = self._removable()
-        view = ScaleView(provisioned, self._keep_order(removable), views)
-        target = self.scaler.target(view)
-        waiting = [v.requested_replicas for v in views if not v.allocation.any()]
-        if waiting and all(not v.allocation.any() for v in views):  # never strand a request
-            target = max(target, view.nodes_for(min(waiting)))
-        target = min(max(target, scale.min_nodes), scale.max_nodes)
-        if target > provisioned:
-            for node in sorted(self.off)[: target - provisioned]:
-                self.off.discard(node)
-                self._start_node(node, now, scale.startup_delay)
-            return False
+        """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes.
+        Nodes where a fixed-size job runs stay (it keeps the GPUs it asked for)."""
+        allocations = [job.allocation for job in self.active]
+        held = set() if self.policy.elastic else held_nodes(allocations)
+        removed = self.nodes.autoscale(now, views, allocations, held)
         preempted = False
-        for node in removable[: max(provisioned - target, 0)]:
-            self.starting.pop(node, None)
-            self.off.add(node)
+        for node in removed:
             for job in self.active:
                 if job.allocation[node] > 0:
                     self._release(job)
                     preempted = True
         return preempted
 
-    def _removable(self) -> list[int]:
-        """Provisioned nodes the autoscaler may remove, first to go first: booting ones, then
-        up ones by ``removal_order``. Failed nodes stay (under repair), and so do nodes holding
-        a running job of a policy that does not choose GPU counts (a fixed-size job keeps the
-        GPUs it asked for)."""
-        held = set()
-        if not self.policy.elastic:
-            for job in self.active:
-                held.update(np.flatnonzero(job.allocation).tolist())
-        booting = [n for n in sorted(self.starting, reverse=True) if n not in held]
-        up = [
-            n
-            for n in range(self.cluster.nodes)
-            if n not in self.off | self.failed | held and n not in self.starting
-        ]
-        return booting + removal_order([job.allocation for job in self.active], up)
-
-    def _keep_order(self, removable: list[int]) -> tuple[int, ...]:
-        """GPUs of every pool node in the order the autoscaler keeps them: provisioned nodes it
-        may not remove, then the removable ones, last to go first, then the others in the order
-        they would start."""
-        gone = set(removable) | self.off
-        kept = [n for n in range(self.cluster.nodes) if n not in gone]
-        order = kept + removable[::-1] + sorted(self.off)
-        return tuple(int(self.cluster.capacity[n]) for n in order)
-
     def _scale_idle(self, now: float) -> bool:
         """A round with no active job: the rule may shrink the cluster; True while it is above
         ``--min-nodes``, so that idle rounds go on."""
         self._autoscale(now, ())
-        return self._provisioned() > self.config.autoscale.min_nodes and bool(self._removable())
-
-    def _start_node(self, node: int, now: float, delay: float) -> None:
-        if delay <= 0:
-            return
-        self._generation += 1
-        generation = self.starting[node] = self._generation
-        ready = after(self.env, delay, Cause.NODE_READY)
-
-        def boot(_event, node=node, generation=generation) -> None:
-            if self.starting.get(node) == generation:  # not removed or failed meanwhile
-                del self.starting[node]
-
-        ready.callbacks.append(boot)
+        return self.nodes.can_shrink()
 
     def _cluster_summary(self) -> dict:
-        """Node-hours provisioned and lost to failures, failures, and cost with a price."""
-        end = self.env.now
-        down = sum(min(duration, end - at) for at, _, duration in self.failure_log)
-        price = self.config.autoscale.node_price if self.config.autoscale else None
-        node_hours = self.node_seconds / 3600.0
-        out = {
-            "node_hours": node_hours,
-            "provisioned_gpu_hours": self.gpu_seconds_provisioned / 3600.0,
-            "node_failures": len(self.failure_log),
-            "node_hours_failed": down / 3600.0,
-            "cost": node_hours * price if price is not None else float("nan"),
-        }
+        """The nodes' summary, with GPU-hours by type on typed runs."""
+        out = self.nodes.summary(self.env.now)
         if self.typed:
             out.update(gpu_hours_by_type(self.jobs, self.cluster.type_order))
         return out
@@ -441,7 +333,7 @@ class Simulation:
     # ----------------------------------------------------------------------------- schedule
     def _schedule(self, now: float) -> None:
         active = self.active
-        scaler_reads = self.scaler is not None and self.scaler.reads_beliefs
+        scaler_reads = self.nodes.scaler is not None and self.nodes.scaler.reads_beliefs
         refresh = self.policy.reads_beliefs or self.agent.reads_beliefs or scaler_reads
         typed_refresh = self.typed and self.policy.type_aware
         for job in active:
@@ -452,7 +344,7 @@ class Simulation:
                 for belief in job.type_beliefs.values():
                     belief.refresh()
         views = tuple(self._view(job, now) for job in active)
-        if self.scaler is not None and self._autoscale(now, views):
+        if self.nodes.scaler is not None and self._autoscale(now, views):
             views = tuple(self._view(job, now) for job in active)  # some were preempted
         live = self.live_cluster()
         if live.total_gpus == 0:  # every node offline: nobody runs this interval
@@ -627,7 +519,7 @@ class Simulation:
         if end > start:
             for job in jobs:
                 if job.replicas and not job.finished:
-                    if self.failure_model is not None and job.next_checkpoint <= end:
+                    if self.nodes.failure_model is not None and job.next_checkpoint <= end:
                         self._take_checkpoint(job, start, end)
                     advance_job(job, start, end)
 
@@ -647,9 +539,10 @@ class Simulation:
 
     # ------------------------------------------------------------------------------ records
     def _record_round(self, now: float, active: list[Job]) -> None:
-        offline = self._offline()
+        nodes = self.nodes
+        offline = nodes.offline()
         row = round_row(
-            now, active, self.cluster.nodes - len(offline), len(self.failed), len(self.starting)
+            now, active, self.cluster.nodes - len(offline), len(nodes.failed), len(nodes.starting)
         )
         if len({g.gpus_per_node for g in self.cluster.groups}) > 1:  # else nodes_up x GPUs
             row["gpus_up"] = self.live_cluster().total_gpus
