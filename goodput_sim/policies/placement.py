@@ -5,8 +5,40 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.cluster import ClusterSpec, packed_placement
 from goodput_sim.policies.base import Decision, JobView
+
+Shapes = tuple[tuple[int, int], ...]
+"""(GPUs per node, nodes) pairs, largest nodes first."""
+
+
+def node_shapes(cluster: ClusterSpec, gpu_type: str | None = None) -> Shapes:
+    """(GPUs per node, nodes) of the cluster's machines of ``gpu_type`` (all of them without
+    one), largest nodes first, up or not: the machines a placement estimate packs onto."""
+    counts: dict[int, int] = {}
+    for group in cluster.groups:
+        if gpu_type is None or group.gpu_type == gpu_type:
+            counts[group.gpus_per_node] = counts.get(group.gpus_per_node, 0) + group.nodes
+    return tuple(sorted(counts.items(), reverse=True))
+
+
+def packed_on(replicas: int, shapes: Shapes) -> tuple[int, ...]:
+    """The placement of ``replicas`` GPUs packed onto the nodes ``shapes`` describes (from
+    :func:`node_shapes`), largest first: full nodes, then the rest on one more node; past the
+    last node, more nodes of the largest shape. On a cluster of one node shape this is
+    :func:`~goodput_sim.cluster.packed_placement`."""
+    out: list[int] = []
+    left = replicas
+    for gpus, nodes in shapes:
+        full = min(left // gpus, nodes)
+        out += [gpus] * full
+        left -= full * gpus
+        if left and full < nodes:  # a node of this shape holds the rest
+            out.append(left)
+            left = 0
+        if not left:
+            break
+    return tuple(out) + (packed_placement(left, shapes[0][0]) if left else ())
 
 
 def fill_most_free(
@@ -34,13 +66,16 @@ def keep_or_fill(
     counts: dict[str, int],
     cluster: ClusterSpec,
     on_type: dict[str, int] | None = None,
+    prefer: dict[str, int] | None = None,
 ) -> Decision:
     """Rows for GPU counts per job: a running job whose count is unchanged keeps its row; the
     others, in the order of ``jobs``, take GPUs from the most-free nodes (left out if short),
     their node orders recorded. On a cluster of several GPU types a job takes its GPUs from one
     type: the one ``on_type`` names (an index in the cluster's type order; a job elsewhere moves
-    there), else the first, in type order, with room for all of them."""
+    there), else the first with room for all of them, in type order after the type ``prefer``
+    names, if any."""
     on_type = on_type or {}
+    prefer = prefer or {}
     free = cluster.capacity.copy()
     types = cluster.node_type_index if cluster.mixed else None
     decision: dict[str, NDArray[np.int64]] = {}
@@ -53,18 +88,30 @@ def keep_or_fill(
             free -= job.allocation
     for job in jobs:
         if counts.get(job.name, 0) > 0 and job.name not in decision:
-            filled = _fill(counts[job.name], free, types, on_type.get(job.name))
+            filled = _fill(
+                counts[job.name], free, types, on_type.get(job.name), prefer.get(job.name)
+            )
             if filled is not None:
                 decision[job.name], orders[job.name] = filled
     return Decision(decision, node_orders=orders)
 
 
-def _fill(needed: int, free: NDArray[np.int64], types: NDArray[np.int64] | None, only: int | None):
+def _fill(
+    needed: int,
+    free: NDArray[np.int64],
+    types: NDArray[np.int64] | None,
+    only: int | None,
+    first: int | None = None,
+):
     """``fill_most_free`` on the whole cluster, on type ``only``, or on the first GPU type
-    with room."""
+    with room (type ``first``, then the others in order)."""
     if types is None:
         return fill_most_free(needed, free)
-    for gpu_type in range(int(types.max()) + 1) if only is None else (only,):
+    order = list(range(int(types.max()) + 1))
+    if first is not None:
+        order.remove(first)
+        order.insert(0, first)
+    for gpu_type in order if only is None else (only,):
         mine = np.where(types == gpu_type, free, 0)
         filled = fill_most_free(needed, mine)
         if filled is not None:
