@@ -10,7 +10,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +28,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.metrics import claim_check, run_summary
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
+from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.units import manifest_units
 from goodput_sim.workload import bundled_path, check_workload, load_workload
 
@@ -127,17 +128,21 @@ def run(
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
     progress: bool = False,
+    observers: Sequence[RoundObserver] = (),
 ) -> SimResult:
     """Replay ``workload`` (default: the bundled one) under ``policy`` with batch ``agent``
     (default: the policy's own) and ``params`` for either; jobs and rounds tables. With
-    ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s."""
+    ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s; each of
+    ``observers`` is called with every round's frozen record."""
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster, config)
     frame = _workload(workload, profile_map, spec)
     check_gpu_types(spec, profile_map, frame["application"])
     with progress_bar(progress, len(frame), policy, "job") as bar:
-        sim = Simulation(frame, profile_map, scheduler, spec, config, batch_agent, bar.update)
+        sim = Simulation(
+            frame, profile_map, scheduler, spec, config, batch_agent, bar.update, observers
+        )
         return sim.run()
 
 

@@ -1,33 +1,47 @@
 """Cluster autoscaling: at each round a rule decides how many nodes the next interval needs,
-between ``--min-nodes`` and ``--max-nodes``.
+between ``--min-nodes`` and ``--max-nodes``. Rules are consulted at every round, including
+rounds with no active job (then the rounds keep their interval until the cluster is at
+``--min-nodes``), so an idle cluster shrinks.
 
-* ``utility`` (Pollux, OSDI'21 Sec. 4.3): cluster utility is the sum of the jobs' speedups per
-  provisioned GPU, each job's speedup being its believed goodput on its GPUs over its goodput on
-  one GPU (so a cluster of perfectly scaling, fully used GPUs has utility 1), under the best
-  allocation of the GPUs there are (handed out one at a time to the job that gains most, waiting
-  jobs included). Above ``high`` the cluster grows, below ``low`` it shrinks; in both cases to
-  the largest size whose utility is still at least ``target``. Between the thresholds the size
-  holds (hysteresis).
+* ``utility`` (Pollux, OSDI'21 Sec. 4.3; the artifact's rule, SPEC 5.8): cluster utility is the
+  sum of the jobs' speedups per provisioned GPU, each job's speedup being its believed goodput
+  on its GPUs over its goodput on one GPU (so a cluster of perfectly scaling, fully used GPUs
+  has utility 1), under the best allocation of the GPUs there are (handed out one at a time to
+  the job that gains most, waiting jobs included; 0 with no active job). The rule averages the
+  utility of the last ``window`` rounds and acts only on a full window: above ``high`` the
+  cluster grows, below ``low`` it shrinks; in both cases to the largest size whose utility is
+  still at least ``target``. Between the thresholds the size holds (hysteresis). The history is
+  cleared whenever the rule resizes or the cluster's size changed, so a size holds for at least
+  ``window`` rounds (the cool-down).
 * ``queue``: what a cloud operator does without a job model: grow to fit every active job's
-  requested GPUs while any job waits; shrink to fit them, plus ``slack_nodes``, once none waits.
+  requested GPUs while any job waits; shrink to fit them, plus ``slack_nodes``, once no job has
+  waited and the size has not changed for ``cooldown`` rounds.
 
-Whatever the rule, when no job runs and some wait, the cluster grows to fit the smallest waiting
-request (no job is stranded by a rule that cannot see fixed-size requests). The engine starts
-the nodes asked for (they come up after a start-up delay) and removes nodes
-idle first, then those with the fewest GPUs in use; jobs on removed nodes are preempted and
-restarted elsewhere, as by the scheduler (a graceful checkpoint: no progress is lost)."""
+Whatever the rule, the engine then applies two guards. When no job runs and some wait, the
+cluster grows to fit the smallest waiting request (no job is stranded by a rule that cannot see
+fixed-size requests). A node holding a running job of a policy that does not choose GPU counts
+(``Policy.elastic`` false: the job holds the GPUs it asked for) is never removed, so a rule never
+preempts a fixed-size job. The engine starts the nodes asked for in pool order (they come up
+after a start-up delay) and removes booting nodes first, then idle ones, then those with the
+fewest GPUs in use; elastic jobs on removed nodes are preempted and restarted elsewhere, as by
+the scheduler (a graceful checkpoint: no progress is lost).
+
+Node shapes: the pool of machines is ``--max-nodes`` nodes taken from the cluster's node groups
+in order, the groups repeated if ``--max-nodes`` exceeds the cluster's nodes (one group: that
+many nodes of its shape). Rules count GPUs node by node (:meth:`ScaleView.nodes_for`)."""
 
 from __future__ import annotations
 
 import functools
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
-from goodput_sim.cluster import packed_nodes
+from goodput_sim.cluster import NodeGroup
 from goodput_sim.errors import InputError
 from goodput_sim.params import Param, resolve
 from goodput_sim.policies.base import JobView
@@ -64,17 +78,39 @@ class AutoscaleConfig:
 
 @dataclass(frozen=True)
 class ScaleView:
-    """What a rule sees at a round: the provisioned nodes (up or starting), GPUs per node and
-    the active jobs with their current allocations and beliefs."""
+    """What a rule sees at a round: the provisioned nodes (up, starting or under repair), the
+    GPUs of every node of the pool in the order the engine keeps them (provisioned ones first,
+    those it would remove last at the front; then the others in the order it would start them),
+    and the active jobs with their current allocations and beliefs."""
 
     provisioned: int
-    gpus_per_node: int
-    max_gpus: int  # of the largest cluster allowed
+    node_gpus: tuple[int, ...]
     jobs: tuple[JobView, ...]
+
+    @property
+    def provisioned_gpus(self) -> int:
+        return sum(self.node_gpus[: self.provisioned])
+
+    @property
+    def max_gpus(self) -> int:
+        """GPUs of the largest cluster allowed."""
+        return sum(self.node_gpus)
+
+    @property
+    def largest_node(self) -> int:
+        return max(self.node_gpus, default=0)
+
+    def nodes_for(self, gpus: int) -> int:
+        """Fewest nodes, kept in the engine's order, that hold ``gpus`` GPUs (all if none do)."""
+        if gpus <= 0:
+            return 0
+        held = np.cumsum(self.node_gpus)
+        return min(int(np.searchsorted(held, gpus)) + 1, len(self.node_gpus))
 
 
 class Autoscaler:
-    """A rule for the cluster size; declares its parameters like a policy."""
+    """A rule for the cluster size; declares its parameters like a policy. An instance holds the
+    history of one simulation (the engine builds one per run)."""
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
@@ -92,8 +128,8 @@ class Autoscaler:
 
 
 class UtilityAutoscaler(Autoscaler):
-    """Pollux's rule: keep the cluster utility (believed speedup per provisioned GPU) between
-    two thresholds."""
+    """Pollux's rule: keep the cluster utility (believed speedup per provisioned GPU), averaged
+    over the last ``window`` rounds, between two thresholds."""
 
     name = "utility"
     reads_beliefs = True
@@ -101,43 +137,109 @@ class UtilityAutoscaler(Autoscaler):
         Param("low", float, 0.5, "shrink below this utility", 0.0, 1.0),
         Param("high", float, 0.8, "grow above this utility", 0.0, 1.0),
         Param("target", float, 0.65, "utility the new size aims at", 0.0, 1.0),
+        Param(
+            "window",
+            int,
+            15,
+            "rounds whose utility is averaged; the rule acts on a full window, cleared after "
+            "every resize (1: every round, no smoothing)",
+            1,
+            10_000,
+        ),
     )
 
     def __init__(self, **values: Any):
         super().__init__(**values)
         if not self.values["low"] <= self.values["target"] <= self.values["high"]:
             raise InputError("--param", "autoscaler utility needs low <= target <= high")
+        self._history: deque[float] = deque(maxlen=self.values["window"])
+        self._size: int | None = None  # provisioned nodes at the last round
+        # Best goodputs by (belief, cap, node shapes): every argument is part of the key.
+        self._best_goodputs = functools.lru_cache(maxsize=4096)(best_goodputs)
 
     def target(self, view: ScaleView) -> int:
-        gpn = view.gpus_per_node
-        curves = [_speedups(job, job.belief.max_replicas(view.max_gpus), gpn) for job in view.jobs]
-        gains = np.sort(np.concatenate([np.diff(c) for c in curves] or [np.zeros(0)]))[::-1]
-        ideal = np.cumsum(gains) / np.arange(1, len(gains) + 1)  # utility of the best G GPUs
-        capacity = view.provisioned * gpn
+        if view.provisioned != self._size:  # resized since the last round: start afresh
+            self._history.clear()
+            self._size = view.provisioned
+        gains = self._gains(view)
+        capacity = view.provisioned_gpus
         held = float(np.sum(gains[:capacity]))  # the best allocation of the GPUs there are
-        utility = held / capacity if capacity else 1.0
+        self._history.append(held / capacity if capacity else 1.0)
+        if len(self._history) < self.values["window"]:
+            return view.provisioned
+        utility = float(np.mean(self._history))
         if self.values["low"] <= utility <= self.values["high"]:
             return view.provisioned
+        ideal = np.cumsum(gains) / np.arange(1, len(gains) + 1)  # utility of the best G GPUs
         enough = np.flatnonzero(ideal >= self.values["target"])
         gpus = int(enough[-1]) + 1 if enough.size else 1
-        wanted = max(-(-gpus // gpn), 1)
+        wanted = max(view.nodes_for(gpus), 1)
         if utility > self.values["high"]:
-            return max(wanted, view.provisioned)
-        return min(wanted, view.provisioned)
+            wanted = max(wanted, view.provisioned)
+        else:
+            wanted = min(wanted, view.provisioned)
+        if wanted != view.provisioned:
+            self._history.clear()
+        return wanted
+
+    def _gains(self, view: ScaleView) -> np.ndarray:
+        """Every job's speedup gain of each further GPU, largest first."""
+        curves = [
+            self._speedups(job, job.belief.max_replicas(view.max_gpus), view) for job in view.jobs
+        ]
+        return np.sort(np.concatenate([np.diff(c) for c in curves] or [np.zeros(0)]))[::-1]
+
+    def _speedups(self, job: JobView, cap: int, view: ScaleView) -> np.ndarray:
+        """The job's speedup on 0..cap GPUs packed on the pool's nodes, against one GPU (its
+        believed goodput; linear before it has been profiled, flat past its GPU limit)."""
+        cap = min(job.limits.cap(cap), cap)
+        model = job.belief.goodput_model
+        curve = np.zeros(cap + 1)
+        if model is None:
+            curve[1:] = np.arange(1, cap + 1)
+            return curve
+        largest = view.largest_node
+        best = self._best_goodputs(model, True, cap, min(len(view.node_gpus), 2), largest)
+        r = np.arange(1, cap + 1)
+        rows = np.where(r <= largest, 1, 2)  # one node while the largest holds them
+        values = best[rows, r]
+        curve[1:] = np.maximum.accumulate(values / values[0]) if values[0] > 0 else r
+        return curve
 
 
 class QueueAutoscaler(Autoscaler):
-    """Size the cluster to the GPUs the active jobs requested, growing while any job waits."""
+    """Size the cluster to the GPUs the active jobs requested, growing while any job waits and
+    shrinking after ``cooldown`` calm rounds."""
 
     name = "queue"
-    params = (Param("slack_nodes", int, 0, "nodes kept beyond the requests", 0, 1_000_000),)
+    params = (
+        Param("slack_nodes", int, 0, "nodes kept beyond the requests", 0, 1_000_000),
+        Param(
+            "cooldown",
+            int,
+            5,
+            "rounds with no job waiting and no resize before the cluster shrinks (0: at once)",
+            0,
+            10_000,
+        ),
+    )
+
+    def __init__(self, **values: Any):
+        super().__init__(**values)
+        self._calm = 0  # rounds since a job last waited or the size changed
+        self._size: int | None = None
 
     def target(self, view: ScaleView) -> int:
         requested = sum(job.requested_replicas for job in view.jobs)
-        fits = -(-requested // view.gpus_per_node)
-        waiting = any(not job.allocation.any() for job in view.jobs)
-        if waiting:
+        fits = view.nodes_for(requested)
+        if any(not job.allocation.any() for job in view.jobs):
+            self._calm, self._size = 0, view.provisioned
             return max(fits, view.provisioned)
+        if view.provisioned != self._size:
+            self._calm, self._size = 0, view.provisioned
+        self._calm += 1
+        if self._calm <= self.values["cooldown"]:
+            return view.provisioned
         return min(fits + self.values["slack_nodes"], view.provisioned)
 
 
@@ -147,31 +249,10 @@ AUTOSCALERS: Mapping[str, type[Autoscaler]] = {
 
 
 def make_autoscaler(rule: str, values: Mapping[str, Any]) -> Autoscaler:
+    """A fresh rule (with an empty history) by name, its parameters checked."""
     if rule not in AUTOSCALERS:
         raise InputError("--autoscaler", f"unknown rule {rule!r}; known: {', '.join(AUTOSCALERS)}")
     return AUTOSCALERS[rule](**values)
-
-
-def _speedups(job: JobView, cap: int, gpus_per_node: int) -> np.ndarray:
-    """The job's speedup on 0..cap GPUs packed on nodes, against one GPU (its believed goodput;
-    linear before it has been profiled, flat past its GPU limit)."""
-    cap = min(job.limits.cap(cap), cap)
-    model = job.belief.goodput_model
-    curve = np.zeros(cap + 1)
-    if model is None:
-        curve[1:] = np.arange(1, cap + 1)
-        return curve
-    best = _cached_best(model, cap, gpus_per_node)
-    r = np.arange(1, cap + 1)
-    rows = np.minimum([packed_nodes(int(x), gpus_per_node) for x in r], 2)
-    values = best[rows, r]
-    curve[1:] = np.maximum.accumulate(values / values[0]) if values[0] > 0 else r
-    return curve
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_best(model, cap: int, gpus_per_node: int) -> np.ndarray:
-    return best_goodputs(model, True, cap, 2, gpus_per_node)
 
 
 def removal_order(allocations: Sequence[np.ndarray], candidates: Sequence[int]) -> list[int]:
@@ -180,3 +261,25 @@ def removal_order(allocations: Sequence[np.ndarray], candidates: Sequence[int]) 
     used = np.sum(allocations, axis=0) if len(allocations) else None
     load = {n: int(used[n]) if used is not None else 0 for n in candidates}
     return sorted(candidates, key=lambda n: (load[n], -n))
+
+
+def pool_groups(groups: Sequence[NodeGroup], max_nodes: int) -> tuple[NodeGroup, ...]:
+    """The pool of an autoscaled cluster: ``max_nodes`` nodes taken from ``groups`` in order,
+    repeating them as needed, neighbouring groups of one shape and type merged."""
+    pool: list[NodeGroup] = []
+    left = max_nodes
+    while left > 0:
+        for group in groups:
+            take = min(group.nodes, left)
+            if take == 0:
+                break
+            last = pool[-1] if pool else None
+            if last is not None and (last.gpus_per_node, last.gpu_type) == (
+                group.gpus_per_node,
+                group.gpu_type,
+            ):
+                pool[-1] = replace(last, nodes=last.nodes + take)
+            else:
+                pool.append(replace(group, nodes=take))
+            left -= take
+    return tuple(pool)

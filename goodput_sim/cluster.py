@@ -98,6 +98,38 @@ class ClusterSpec:
             self.node_type_index, weights=self.capacity, minlength=len(self.type_order)
         ).astype(np.int64)
 
+    @property
+    def largest_node(self) -> int:
+        """GPUs of the largest node up (0 if none is): the most GPUs one node can give a job."""
+        return int(self.capacity.max()) if self.nodes else 0
+
+    @property
+    def nodes_up(self) -> int:
+        """Nodes offering GPUs."""
+        return int(np.count_nonzero(self.capacity))
+
+    @cached_property
+    def _descending(self) -> NDArray[np.int64]:
+        """GPUs of the nodes up, largest first."""
+        return np.sort(self.capacity[self.capacity > 0])[::-1]
+
+    def packed_layout(self, replicas: int) -> tuple[int, ...]:
+        """GPUs per node of ``replicas`` GPUs on the fewest nodes up, the largest filled first
+        (past the cluster's GPUs, on more nodes like its largest): the placement a job of that
+        size gets at best, e.g. 12 on nodes of 8, 4 and 2 GPUs -> (8, 4)."""
+        sizes = self._descending
+        if replicas <= 0:
+            return ()
+        if not sizes.size:
+            raise ValueError("no node is up")
+        filled = np.cumsum(sizes)
+        if replicas > filled[-1]:
+            rest = packed_placement(int(replicas - filled[-1]), int(sizes[0]))
+            return tuple(int(g) for g in sizes) + rest
+        count = int(np.searchsorted(filled, replicas)) + 1
+        last = int(replicas - (filled[count - 2] if count > 1 else 0))
+        return (*(int(g) for g in sizes[: count - 1]), last)
+
     def gpus_per_node_of(self, gpu_type: str) -> int:
         """GPUs of the largest node of ``gpu_type``."""
         return max(g.gpus_per_node for g in self.groups if g.gpu_type == gpu_type)
@@ -108,7 +140,8 @@ class ClusterSpec:
 
     @property
     def gpus_per_node(self) -> int:
-        """GPUs of the largest node (all nodes on a uniform cluster)."""
+        """GPUs of the largest node of any group (all nodes on a uniform cluster), for display;
+        simulation code reads the per-node ``capacity`` (``largest_node``, ``packed_layout``)."""
         return max(g.gpus_per_node for g in self.groups)
 
     @property

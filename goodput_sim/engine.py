@@ -19,9 +19,8 @@ every new configuration; the production library refits between rounds, as here).
 
 from __future__ import annotations
 
-import enum
 import time as wallclock
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -33,8 +32,14 @@ from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
-from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
-from goodput_sim.cluster import ClusterSpec, interference_flags, packed_placement
+from goodput_sim.autoscale import (
+    AutoscaleConfig,
+    ScaleView,
+    make_autoscaler,
+    pool_groups,
+    removal_order,
+)
+from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
@@ -44,6 +49,9 @@ from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile, iteration_seconds
 from goodput_sim.profiles.typed import TypedProfile, as_typed
+from goodput_sim.sim.clock import At, Cause, SimEvent, after
+from goodput_sim.sim.observe import RoundObserver, RoundRecord, RunningJob
+from goodput_sim.spec import check_config
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -52,7 +60,8 @@ DEFAULT_CHECKPOINT_SECONDS = 1800.0  # when neither the run nor the profile sets
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Engine settings (defaults follow the Pollux artifact, SPEC 5.9)."""
+    """Engine settings (defaults follow the Pollux artifact, SPEC 5.9); their types, ranges,
+    units and CLI options are declared once in :mod:`goodput_sim.spec`."""
 
     interval: float = 60.0  # seconds between scheduling rounds
     restart_delay: float = 30.0  # seconds lost whenever a job's allocation changes
@@ -70,54 +79,7 @@ class SimConfig:
     autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
 
     def __post_init__(self) -> None:
-        day, decade = 86400.0, 10 * 365 * 86400.0
-        checks = {  # name: (valid, what is valid); bounded so every run ends
-            "interval": (1.0 <= self.interval <= day, "seconds in [1, 86400]"),
-            "restart_delay": (0 <= self.restart_delay <= day, "seconds in [0, 86400]"),
-            "interference": (0 <= self.interference < 1, "a slowdown in [0, 1)"),
-            "horizon": (
-                self.horizon is None or 0 < self.horizon <= decade,
-                f"seconds in (0, {decade:.0f}]",
-            ),
-            "placement_order": (
-                self.placement_order in ("allocation", "node"),
-                "allocation or node",
-            ),
-            "max_wall": (
-                self.max_wall is None or 0 < self.max_wall <= 30 * day,
-                "seconds in (0, 2592000]",
-            ),
-            "checkpoint_interval": (
-                self.checkpoint_interval is None or 1 <= self.checkpoint_interval <= decade,
-                f"seconds in [1, {decade:.0f}]",
-            ),
-        }
-        for name, (ok, valid) in checks.items():
-            if not ok:
-                raise InputError(
-                    "--" + name.replace("_", "-"),
-                    f"invalid value {getattr(self, name)!r}; expected {valid}",
-                )
-
-
-class Cause(enum.Enum):
-    """Why the clock stopped: the typed value of every engine event."""
-
-    ARRIVAL = "arrival"
-    ROUND = "round"
-    COMPLETION = "completion"
-    FAILURE = "failure"  # a node goes down
-    REPAIR = "repair"  # a failed node is back (schedulable from the next round)
-    NODE_READY = "node-ready"  # a node the autoscaler started has booted
-
-
-@dataclass(frozen=True)
-class SimEvent:
-    """The value of an engine event: its cause, its time and the job it concerns, if any."""
-
-    cause: Cause
-    time: float
-    job: str | None = None
+        check_config(self)  # against the declarations of goodput_sim.spec
 
 
 @dataclass
@@ -167,8 +129,10 @@ class Simulation:
         config: SimConfig | None = None,
         agent: BatchAgent | None = None,
         on_finish: Callable[[int], object] | None = None,
+        observers: Sequence[RoundObserver] = (),
     ):
         self.on_finish = on_finish  # told how many jobs finished at each round, for progress
+        self.observers = tuple(observers)  # each called with every round's RoundRecord
         self.config = config or SimConfig()
         self.cluster = pool_cluster(cluster or ClusterSpec(), self.config.autoscale)
         self.policy = policy
@@ -224,6 +188,8 @@ class Simulation:
         # Nodes: failed (repairing), off (not provisioned) and starting (booting) are offline.
         failures = self.config.failures
         self.failure_model = failures if failures is not None and failures.active else None
+        if self.failure_model is not None:
+            self.failure_model.check_nodes(self.cluster.nodes)
         self.failed: set[int] = set()
         self.failure_log: list[tuple[float, int, float]] = []
         scale = self.config.autoscale
@@ -232,6 +198,7 @@ class Simulation:
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
+        self.gpu_seconds_provisioned = 0.0  # their GPUs, node by node
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._tick = 0.0
@@ -250,11 +217,9 @@ class Simulation:
         started = self._started = wallclock.perf_counter()
         env = self.env
         for job in self._queue:
-            # Scheduled from time 0, so each fires exactly at its arrival time, and before the
-            # round of that instant (created earlier; simpy keeps creation order on ties).
-            arrival = env.timeout(
-                job.spec.arrival, SimEvent(Cause.ARRIVAL, job.spec.arrival, job.name)
-            )
+            # Scheduled from time 0: each fires exactly at its arrival time, before the round
+            # of that instant (see goodput_sim.sim.clock for the order of ties).
+            arrival = after(env, job.spec.arrival, Cause.ARRIVAL, job.name)
             arrival.callbacks.append(self._on_arrival)
         if self.failure_model is not None:
             for node in range(self.cluster.nodes):
@@ -289,12 +254,13 @@ class Simulation:
         env = self.env
         interval = self.config.interval
         horizon = self.config.horizon
-        yield env.timeout(0, SimEvent(Cause.ROUND, 0.0))  # after the arrivals due at time 0
+        yield after(env, 0.0, Cause.ROUND)  # after the arrivals due at time 0
         while True:
             now = env.now
             self._advance(self.active, self.last_advance, now)
             self.last_advance = now
             self.node_seconds += self._provisioned() * (now - self._tick)
+            self.gpu_seconds_provisioned += self._provisioned_gpus() * (now - self._tick)
             self._tick = now
             self._complete_finished()
             waiting = len(self._queue) - self._arrived
@@ -309,9 +275,11 @@ class Simulation:
             else:
                 gap = self._queue[self._arrived].spec.arrival - now
                 wait = max(np.ceil(gap / interval), 1) * interval
+                if self.scaler is not None and self._scale_idle(now):
+                    wait = interval  # the next idle round may shrink it further
             if horizon is not None:
                 wait = min(wait, max(horizon - now, 0.0))
-            yield env.timeout(wait, SimEvent(Cause.ROUND, now + wait))
+            yield after(env, wait, Cause.ROUND)
 
     # -------------------------------------------------------------------- nodes that change
     def live_cluster(self) -> ClusterSpec:
@@ -327,15 +295,19 @@ class Simulation:
         """Nodes paid for: all but those the autoscaler has not started."""
         return self.cluster.nodes - len(self.off)
 
+    def _provisioned_gpus(self) -> int:
+        """GPUs of the nodes paid for, each node counted with its own GPUs."""
+        capacity = self.cluster.capacity
+        return int(capacity.sum() - sum(int(capacity[n]) for n in self.off))
+
     def _node_failures(self, node: int):
         """A node's process: down at each failure, up again after its repair."""
         env = self.env
         for failure in self.failure_model.node_failures(node, self.cluster.nodes):
             if failure.time > env.now:
-                yield env.timeout(failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
+                yield At(env, failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
             self._fail(failure)
-            repaired = env.now + failure.duration
-            yield env.timeout(failure.duration, SimEvent(Cause.REPAIR, repaired))
+            yield after(env, failure.duration, Cause.REPAIR)
             self.failed.discard(node)
 
     def _fail(self, failure: Failure) -> None:
@@ -380,12 +352,12 @@ class Simulation:
         """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes."""
         scale = self.config.autoscale
         provisioned = self._provisioned()
-        gpn = self.cluster.gpus_per_node
-        view = ScaleView(provisioned, gpn, self.cluster.total_gpus, views)
+        removable = self._removable()
+        view = ScaleView(provisioned, self._keep_order(removable), views)
         target = self.scaler.target(view)
         waiting = [v.requested_replicas for v in views if not v.allocation.any()]
         if waiting and all(not v.allocation.any() for v in views):  # never strand a request
-            target = max(target, -(-min(waiting) // gpn))
+            target = max(target, view.nodes_for(min(waiting)))
         target = min(max(target, scale.min_nodes), scale.max_nodes)
         if target > provisioned:
             for node in sorted(self.off)[: target - provisioned]:
@@ -393,27 +365,53 @@ class Simulation:
                 self._start_node(node, now, scale.startup_delay)
             return False
         preempted = False
-        if target < provisioned:
-            booting = sorted(self.starting, reverse=True)
-            up = [n for n in range(self.cluster.nodes) if n not in self.off | self.failed]
-            up = [n for n in up if n not in self.starting]
-            allocations = [job.allocation for job in self.active]
-            candidates = booting + removal_order(allocations, up)
-            for node in candidates[: provisioned - target]:
-                self.starting.pop(node, None)
-                self.off.add(node)
-                for job in self.active:
-                    if job.allocation[node] > 0:
-                        self._release(job)
-                        preempted = True
+        for node in removable[: max(provisioned - target, 0)]:
+            self.starting.pop(node, None)
+            self.off.add(node)
+            for job in self.active:
+                if job.allocation[node] > 0:
+                    self._release(job)
+                    preempted = True
         return preempted
+
+    def _removable(self) -> list[int]:
+        """Provisioned nodes the autoscaler may remove, first to go first: booting ones, then
+        up ones by ``removal_order``. Failed nodes stay (under repair), and so do nodes holding
+        a running job of a policy that does not choose GPU counts (a fixed-size job keeps the
+        GPUs it asked for)."""
+        held = set()
+        if not self.policy.elastic:
+            for job in self.active:
+                held.update(np.flatnonzero(job.allocation).tolist())
+        booting = [n for n in sorted(self.starting, reverse=True) if n not in held]
+        up = [
+            n
+            for n in range(self.cluster.nodes)
+            if n not in self.off | self.failed | held and n not in self.starting
+        ]
+        return booting + removal_order([job.allocation for job in self.active], up)
+
+    def _keep_order(self, removable: list[int]) -> tuple[int, ...]:
+        """GPUs of every pool node in the order the autoscaler keeps them: provisioned nodes it
+        may not remove, then the removable ones, last to go first, then the others in the order
+        they would start."""
+        gone = set(removable) | self.off
+        kept = [n for n in range(self.cluster.nodes) if n not in gone]
+        order = kept + removable[::-1] + sorted(self.off)
+        return tuple(int(self.cluster.capacity[n]) for n in order)
+
+    def _scale_idle(self, now: float) -> bool:
+        """A round with no active job: the rule may shrink the cluster; True while it is above
+        ``--min-nodes``, so that idle rounds go on."""
+        self._autoscale(now, ())
+        return self._provisioned() > self.config.autoscale.min_nodes and bool(self._removable())
 
     def _start_node(self, node: int, now: float, delay: float) -> None:
         if delay <= 0:
             return
         self._generation += 1
         generation = self.starting[node] = self._generation
-        ready = self.env.timeout(delay, SimEvent(Cause.NODE_READY, now + delay))
+        ready = after(self.env, delay, Cause.NODE_READY)
 
         def boot(_event, node=node, generation=generation) -> None:
             if self.starting.get(node) == generation:  # not removed or failed meanwhile
@@ -429,6 +427,7 @@ class Simulation:
         node_hours = self.node_seconds / 3600.0
         out = {
             "node_hours": node_hours,
+            "provisioned_gpu_hours": self.gpu_seconds_provisioned / 3600.0,
             "node_failures": len(self.failure_log),
             "node_hours_failed": down / 3600.0,
             "cost": node_hours * price if price is not None else float("nan"),
@@ -767,6 +766,27 @@ class Simulation:
                 "nodes_starting": len(self.starting),
             }
         )
+        if len({g.gpus_per_node for g in self.cluster.groups}) > 1:  # else nodes_up x GPUs
+            self.round_records[-1]["gpus_up"] = self.live_cluster().total_gpus
+        if self.observers:
+            record = RoundRecord(
+                now,
+                tuple(j.name for j in active),
+                tuple(
+                    RunningJob(
+                        j.name,
+                        j.spec.application,
+                        j.gpu_type,
+                        tuple(int(g) for g in j.allocation),
+                        int(j.local_bsz),
+                        int(j.accum_steps),
+                    )
+                    for j in running
+                ),
+                frozenset(self._offline()),
+            )
+            for observe in self.observers:
+                observe(record)
 
     def _jobs_table(self) -> pd.DataFrame:
         rows = []
@@ -810,7 +830,6 @@ class Simulation:
         requested GPUs at its requested batch: its profile (or request) would make the run
         endless. One estimate per distinct (application, GPUs, batch)."""
         seen: dict[tuple, float] = {}
-        gpus = self.cluster.gpus_per_node
         for job in self.jobs:
             spec, profile = job.spec, job.profile
             key = (spec.application, spec.requested_replicas, spec.requested_batch)
@@ -818,7 +837,7 @@ class Simulation:
                 lim = profile.limits
                 replicas = spec.requested_replicas
                 b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
-                layout = packed_placement(replicas, gpus)
+                layout = self.cluster.packed_layout(replicas)
                 epochs = np.arange(lim.max_epochs)
                 *_, rate = _epoch_rates(profile, layout, b, s, replicas, epochs)
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -835,14 +854,13 @@ class Simulation:
     def _oracle_params(self, workload: pd.DataFrame) -> dict[str, ThroughputParams]:
         """True throughput as the 7-parameter model fitted to a dense grid of the profile."""
         out = {}
-        gpus = self.cluster.gpus_per_node
         for app in sorted(set(workload["application"])):
             profile = self.profiles[app]
             lim = profile.limits
             bsz = np.unique(np.geomspace(lim.min_local_bsz, lim.max_local_bsz, 8).round())
             rows = []
             for replicas in range(1, min(self.cluster.total_gpus, 64) + 1):
-                placement = packed_placement(replicas, gpus)
+                placement = self.cluster.packed_layout(replicas)
                 step, sync = profile.step_sync(placement, bsz)
                 rows += [
                     (len(placement), replicas, b, st - sy, st)
@@ -909,14 +927,11 @@ def _epochs(job: Job, progress: float, epoch: int) -> float:
 
 
 def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:
-    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes shaped
-    like the cluster's (which must be of one node shape)."""
+    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes taken
+    from the cluster's node groups in order, repeated as needed (:func:`pool_groups`)."""
     if scale is None:
         return cluster
-    if len(cluster.groups) != 1:
-        raise InputError("--cluster", "autoscaling needs a cluster of one node shape")
-    group = cluster.groups[0]
-    return ClusterSpec.uniform(scale.max_nodes, group.gpus_per_node, group.gpu_type)
+    return ClusterSpec(pool_groups(cluster.groups, scale.max_nodes), source=cluster.source)
 
 
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:

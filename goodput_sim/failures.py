@@ -49,6 +49,16 @@ class FailureModel:
             raise InputError("--repair-hours", f"must be positive, got {self.repair_hours!r}")
         if self.repair not in REPAIRS:
             raise InputError("--repair", f"expected one of {REPAIRS}, got {self.repair!r}")
+        check_trace(self.trace, "failure trace")
+
+    def check_nodes(self, nodes: int) -> None:
+        """Refuse a trace naming a node the cluster does not have."""
+        for failure in self.trace:
+            if not 0 <= failure.node < nodes:
+                raise InputError(
+                    "failure trace",
+                    f"node {failure.node} does not exist; the cluster has nodes 0-{nodes - 1}",
+                )
 
     @property
     def active(self) -> bool:
@@ -80,6 +90,24 @@ class FailureModel:
             "trace_failures": len(self.trace),
             "seed": self.seed,
         }
+
+
+def check_trace(trace: tuple[Failure, ...], where: str) -> None:
+    """Refuse failures at impossible times or of impossible lengths, out of time order, or
+    failing a node again before its repair (however the trace was made: file or Python)."""
+    ends: dict[int, float] = {}
+    previous = -math.inf
+    for failure in trace:
+        if not (math.isfinite(failure.time) and 0 <= failure.time <= _MAX_SECONDS):
+            raise InputError(where, f"failure time {failure.time!r} is not seconds in [0, 10 y]")
+        if not (math.isfinite(failure.duration) and 0 < failure.duration <= _MAX_SECONDS):
+            raise InputError(where, f"repair duration {failure.duration!r} is not positive")
+        if failure.time < previous:
+            raise InputError(where, "failures must be in time order")
+        if failure.time < ends.get(failure.node, -1.0):
+            raise InputError(where, f"node {failure.node} fails again before its repair")
+        previous = failure.time
+        ends[failure.node] = failure.time + failure.duration
 
 
 def read_failure_trace(path: str | Path, nodes: int) -> tuple[Failure, ...]:

@@ -68,7 +68,7 @@ def run_summary(result) -> dict[str, float | int]:
     provisioned (which an autoscaled cluster changes)."""
     cluster = result.cluster
     out = {**summarize(result.jobs, cluster["total_gpus"]), **result.cluster_summary}
-    provisioned = out.get("node_hours", 0.0) * 3600.0 * cluster["gpus_per_node"]
+    provisioned = out.get("provisioned_gpu_hours", 0.0) * 3600.0  # node by node
     busy = float(result.jobs["gpu_seconds"].sum())
     out["provisioned_gpu_utilization"] = busy / provisioned if provisioned > 0 else np.nan
     return out

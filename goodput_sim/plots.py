@@ -327,7 +327,9 @@ def cluster_size_over_time(
     rounds_by_policy: dict[str, pd.DataFrame], gpus_per_node: int, caption: str = ""
 ) -> Figure:
     """Nodes up (solid) and booting or under repair (dotted) over time, and the GPU
-    utilisation of the nodes up, per policy: what autoscaling and failures did to the cluster."""
+    utilisation of the nodes up, per policy: what autoscaling and failures did to the cluster.
+    The GPUs up are each round's ``gpus_up`` where recorded (clusters of several node shapes),
+    else nodes up x ``gpus_per_node`` (one node shape)."""
     fig = new_figure(8.0, 5.0)
     top, bottom = fig.subplots(2, 1, sharex=True)
     for k, (name, rounds) in enumerate(rounds_by_policy.items()):
@@ -338,8 +340,12 @@ def cluster_size_over_time(
         top.step(hours, up, where="post", label=name, color=color)
         if offline.any():
             top.step(hours, offline, where="post", color=color, linestyle=":")
+        if "gpus_up" in rounds:
+            gpus_up = rounds["gpus_up"].to_numpy(dtype=float)
+        else:
+            gpus_up = up * gpus_per_node
         with np.errstate(divide="ignore", invalid="ignore"):
-            used = rounds["gpus_in_use"].to_numpy(dtype=float) / (up * gpus_per_node)
+            used = rounds["gpus_in_use"].to_numpy(dtype=float) / gpus_up
         bottom.step(hours, used, where="post", color=color)
     top.set_ylabel("nodes (dotted: booting or failed)")
     top.legend(fontsize="small")

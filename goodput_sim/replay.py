@@ -5,20 +5,18 @@ cluster and the engine settings, so the replay's ``jobs.csv`` equals the origina
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from goodput_sim.agents import agent_class
 from goodput_sim.api import bundled_workload, file_hash
-from goodput_sim.autoscale import AutoscaleConfig
 from goodput_sim.cluster import ClusterSpec, NodeGroup
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
-from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.policies import policy_class
 from goodput_sim.profiles import bundled_profiles_path
+from goodput_sim.spec import config_from_record
 
 
 def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
@@ -46,29 +44,28 @@ def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
         raise InputError(path, error.problem, "policy") from None
     params = {f"policy.{k}": v for k, v in policy.items() if k in declared}
     params |= {f"agent.{k}": v for k, v in agent.items() if k in agent_declared}
-    known = {f.name for f in dataclasses.fields(SimConfig)}
     return {
         "policy": name,
         "workload": _input(path, "workload", inputs, hashes, bundled_workload()),
         "profiles": _input(path, "profiles", inputs, hashes, bundled_profiles_path()),
         "cluster": ClusterSpec(groups),
         "seed": seed,
-        "config": _config({k: v for k, v in settings.items() if k in known}),
+        "config": _replayed_config(path, settings),
         "agent": agent["name"],
         "params": params,
     }
 
 
-def _config(settings: dict[str, Any]) -> SimConfig:
-    """Engine settings from a manifest, failure and autoscaling settings rebuilt."""
-    failures, scale = settings.get("failures"), settings.get("autoscale")
-    if failures is not None:
-        trace = tuple(Failure(**f) for f in failures.get("trace", ()))
-        settings["failures"] = FailureModel(**{**failures, "trace": trace})
-    if scale is not None:
-        params = tuple(tuple(pair) for pair in scale.get("params", ()))
-        settings["autoscale"] = AutoscaleConfig(**{**scale, "params": params})
-    return SimConfig(**settings)
+def _replayed_config(path: Path, record: object) -> SimConfig:
+    """The engine settings a manifest records, rebuilt through their declarations."""
+    if not isinstance(record, dict):
+        raise InputError(path, "is not a readable results manifest", "config")
+    try:
+        return config_from_record(record)
+    except InputError as error:
+        raise InputError(path, str(error), "config") from None
+    except (AttributeError, TypeError, ValueError):
+        raise InputError(path, "holds engine settings this version cannot read", "config") from None
 
 
 def _input(path: Path, key: str, inputs: dict, hashes: dict, bundled: Path) -> Path:

@@ -23,7 +23,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
 from goodput_sim.stats import bootstrap_mean_ci, reduction_ci
 
-UNIT_COLUMNS = ("workload", "seed", "cluster", "interval")
+UNIT_COLUMNS = ("workload", "seed", "cluster", "interval", "gpu_types", "settings")
 """What makes two runs of a sweep the same experiment for different policies."""
 
 

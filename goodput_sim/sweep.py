@@ -1,11 +1,13 @@
-"""Grids of runs (policies x workloads x loads x clusters x intervals x seeds): local processes
-or a Dask cluster, resumable.
+"""Grids of runs (policies x workloads x loads x clusters x intervals x engine settings x
+seeds): local processes or a Dask cluster, resumable.
 
-Every finished run writes ``<out>/<workload>[-load<X>][-<cluster>][-i<interval>]/
-<policy>-seed<N>/`` (jobs.csv, rounds.csv, a manifest that replays it, summary.json; the jobs as
-workload.csv when they were drawn for the run) atomically, so an interrupted sweep resumes where
-it stopped; ``summary.csv`` collects all runs. Results do not depend on the number of processes:
-each run is a pure function of its inputs.
+Every finished run writes ``<out>/<workload>[-load<X>][-<cluster>][-i<interval>]
+[-<setting>=<value>...]/<policy>-seed<N>/`` (jobs.csv, rounds.csv, a manifest that replays it,
+summary.json; the jobs as workload.csv when they were drawn for the run) atomically, with the
+run's key (``spec.run_key``, a content hash of everything the run reads). A resumed sweep reuses
+a folder only when its key is the requested run's, so it picks up where it stopped and redoes
+exactly the runs whose inputs changed; ``summary.csv`` collects all runs. Results do not depend
+on the number of processes: each run is a pure function of its inputs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -31,18 +34,20 @@ from goodput_sim.api import (
     as_cluster,
     check_policies,
     default_profiles_path,
+    file_hash,
     input_hashes,
     progress_bar,
     run,
     staged_folder,
     write_run,
 )
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.cluster import DEFAULT_GPU_TYPE, ClusterSpec, check_gpu_types
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.profiles import load_profiles
 from goodput_sim.sources import WorkloadSource
+from goodput_sim.spec import BY_NAME, SETTINGS, non_default, run_key, setting, with_settings
 from goodput_sim.units import manifest_units
 from goodput_sim.workload import load_workload, write_workload
 
@@ -52,7 +57,9 @@ DEFAULT_INTERVAL = 60.0
 
 @dataclass(frozen=True)
 class SweepTask:
-    """One run of the grid (``params`` as sorted (key, value) pairs)."""
+    """One run of the grid (``params`` as sorted (key, value) pairs; ``settings`` the engine
+    settings given to it that differ from their defaults, which name its folder; ``key`` the
+    content hash of the whole run, under which its results are reused)."""
 
     policy: str
     workload: WorkloadSource
@@ -61,7 +68,13 @@ class SweepTask:
     params: tuple[tuple[str, Any], ...] = ()
     load: float = 1.0
     cluster: ClusterSpec = ClusterSpec()
-    interval: float = DEFAULT_INTERVAL
+    config: SimConfig = SimConfig()
+    settings: tuple[tuple[str, Any], ...] = ()
+    key: str = ""
+
+    @property
+    def interval(self) -> float:
+        return self.config.interval
 
     def folder(self, out: Path) -> Path:
         name = self.policy + (f"+{self.agent}" if self.agent else "")
@@ -71,19 +84,58 @@ class SweepTask:
         group = self.workload.name
         if self.load != 1.0:
             group += f"-load{self.load:g}"
-        if str(self.cluster) != DEFAULT_CLUSTER:
-            group += f"-{self.cluster}"
+        if cluster_label(self.cluster) != DEFAULT_CLUSTER:
+            group += f"-{cluster_label(self.cluster)}"
         if self.interval != DEFAULT_INTERVAL:
             group += f"-i{self.interval:g}"
+        for setting_name, value in self.settings:
+            group += f"-{setting_name}={_folder_text(setting_name, value)}"
         return out / group / f"{name}-seed{self.seed}"
 
 
-def run_task(task: SweepTask, profiles: str | None, config: SimConfig, out: Path) -> dict:
+def cluster_label(cluster: ClusterSpec) -> str:
+    """``NODESxGPUS`` per node group joined by ``+``, each followed by its GPU type unless it is
+    the default one (two clusters of one shape and different types are different runs)."""
+    return "+".join(
+        f"{g.nodes}x{g.gpus_per_node}"
+        + ("" if g.gpu_type == DEFAULT_GPU_TYPE else "-" + _SAFE.sub("_", g.gpu_type))
+        for g in cluster.groups
+    )
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _folder_text(name: str, value: Any) -> str:
+    """A setting's value as it appears in a folder name (a file by its stem)."""
+    if BY_NAME[name].kind is Path:
+        return _SAFE.sub("_", Path(value).stem)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return _SAFE.sub("_", value)
+    return hashlib.sha256(json.dumps(value, default=str).encode()).hexdigest()[:8]
+
+
+def _settings_text(settings: tuple[tuple[str, Any], ...]) -> str:
+    """A run's non-default settings as the JSON of ``summary.csv``'s ``settings`` column."""
+    return json.dumps({k: _plain(v) for k, v in settings}, sort_keys=True)
+
+
+def _plain(value: Any) -> Any:
+    """A setting's value as JSON can hold it (an autoscaler's parameters as a mapping)."""
+    return dict(value) if isinstance(value, tuple) else value
+
+
+def run_task(task: SweepTask, profiles: str | None, out: Path) -> dict:
     """Run one task and write its folder atomically; returns its summary row."""
     params = dict(task.params)
     jobs, source = task.workload.frame(task.load, task.seed)
-    config = dataclasses.replace(config, interval=task.interval)
-    result = run(task.policy, jobs, profiles, task.cluster, task.seed, config, task.agent, params)
+    result = run(
+        task.policy, jobs, profiles, task.cluster, task.seed, task.config, task.agent, params
+    )
     summary = run_summary(result)
     row = {
         "workload": task.workload.name,
@@ -94,6 +146,9 @@ def run_task(task: SweepTask, profiles: str | None, config: SimConfig, out: Path
         "agent": result.agent["name"],
         "params": json.dumps(params, sort_keys=True),
         "seed": task.seed,
+        "gpu_types": "+".join(g.gpu_type for g in task.cluster.groups),
+        "settings": _settings_text(task.settings),
+        "run_key": task.key,
         **summary,
         "wall_seconds": result.wall_seconds,
     }
@@ -113,7 +168,7 @@ def run_task(task: SweepTask, profiles: str | None, config: SimConfig, out: Path
             hashes=hashes,
             summary=summary,
             params=params,
-            extra={"workload_source": source},
+            extra={"workload_source": source, "run_key": task.key},
             figure=False,
         )
         (staging / "summary.json").write_text(jsonio.dumps(row) + "\n")
@@ -137,11 +192,13 @@ def sweep(
     loads: Sequence[float] = (1.0,),
     clusters: Sequence[ClusterSpec | str] | None = None,
     intervals: Sequence[float] | None = None,
+    settings: Mapping[str, Sequence[Any]] | None = None,
 ) -> pd.DataFrame:
-    """Run every (workload, load, cluster, interval, policy, seed) not already in ``out`` (with
-    batch ``agent`` and ``params`` for every run, or each (agent, params) of ``variants`` in
-    turn); return all summary rows. ``clusters`` defaults to ``[cluster]`` and ``intervals`` to
-    the config's."""
+    """Run every (workload, load, cluster, interval, settings, policy, seed) not already in
+    ``out`` (with batch ``agent`` and ``params`` for every run, or each (agent, params) of
+    ``variants`` in turn); return all summary rows. ``clusters`` defaults to ``[cluster]`` and
+    ``intervals`` to the config's; ``settings`` maps engine settings (``goodput_sim.spec``) to
+    the values each takes in turn."""
     variants = list(variants) if variants is not None else [(agent, params or {})]
     entries = [
         (policy, variant_agent, variant_params)
@@ -159,6 +216,7 @@ def sweep(
         intervals=intervals if intervals is not None else [config.interval],
         profiles=profiles,
         config=config,
+        settings=settings,
         workers=workers,
         scheduler=scheduler,
         progress=progress,
@@ -176,12 +234,15 @@ def run_grid(
     intervals: Sequence[float] = (DEFAULT_INTERVAL,),
     profiles: str | None = None,
     config: SimConfig | None = None,
+    settings: Mapping[str, Sequence[Any]] | None = None,
     workers: int = 1,
     scheduler: str | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
     """The grid of (policy, agent, params) ``entries`` over every workload, load, cluster,
-    interval and seed, in that order: each run not already in ``out`` is done."""
+    interval, combination of ``settings`` values and seed, in that order: each run whose key
+    (``spec.run_key``) matches the results in its folder is reused, every other one is done.
+    Failure settings given here are seeded with each run's seed, as ``run --seed`` does."""
     out, seeds = Path(out), list(seeds)
     config = config or SimConfig()
     for policy, entry_agent, entry_params in entries:
@@ -197,13 +258,16 @@ def run_grid(
     smallest = min(spec.total_gpus for spec in specs)
     for source in sources:  # every input checked before any run starts
         if source.path is not None:
-            load_workload(source.path, applications=applications, max_gpus=smallest)
-    tasks = [
-        SweepTask(p, w, s, a, pairs, load, spec, float(interval))
-        for w, load, spec, interval, (p, a, pairs), s in product(
-            sources, loads, specs, intervals, keyed, seeds
-        )
-    ]
+            jobs = load_workload(source.path, applications=applications, max_gpus=smallest)
+            for spec in specs:
+                check_gpu_types(spec, applications, jobs["application"])
+    axes = _setting_axes(settings or {})
+    tasks = _plan(
+        (sources, loads, specs, intervals, _combinations(axes), keyed, seeds),
+        config,
+        file_hash(default_profiles_path(profiles)),
+    )
+    _check_folders(tasks, out)
     grid = {
         "policies": [{"policy": p, "agent": a, "params": dict(q)} for p, a, q in keyed],
         "workloads": [
@@ -214,26 +278,27 @@ def run_grid(
         "seeds": list(seeds),
         "clusters": [spec.describe() for spec in specs],
         "intervals": list(intervals),
+        "settings": {k: [_plain(v) for v in values] for k, values in axes.items()},
         "config": dataclasses.asdict(config),
         "profiles": str(default_profiles_path(profiles)),
     }
     _write_sweep_record(out, grid)
-    rows = {t: row for t in tasks if (row := _finished_row(t.folder(out))) is not None}
+    rows = {t: row for t in tasks if (row := _finished_row(t, out)) is not None}
     todo = [t for t in tasks if t not in rows]
     bar = progress_bar(progress, len(tasks), "runs", "run")
     bar.update(len(rows))
     try:
         if scheduler:
-            _on_dask(scheduler, todo, profiles, config, out, bar, rows, workers)
+            _on_dask(scheduler, todo, profiles, out, bar, rows, workers)
         elif workers > 1 and len(todo) > 1:
-            _in_processes(todo, workers, rows, bar, profiles, config, out)
+            _in_processes(todo, workers, rows, bar, profiles, out)
         else:
             for task in todo:
-                rows[task] = run_task(task, profiles, config, out)
+                rows[task] = run_task(task, profiles, out)
                 bar.update()
     except KeyboardInterrupt:  # keep what finished: the summary says how far it got
         for task in tasks:  # runs whose folders landed while their results were in flight
-            if task not in rows and (row := _finished_row(task.folder(out))) is not None:
+            if task not in rows and (row := _finished_row(task, out)) is not None:
                 rows[task] = row
         _write_summary([rows[t] for t in tasks if t in rows], out)
         raise
@@ -242,18 +307,93 @@ def run_grid(
     return _write_summary([rows[t] for t in tasks], out)
 
 
+def _setting_axes(settings: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    """Each swept engine setting's values, converted and checked, in declaration order (the
+    interval has an axis of its own)."""
+    if "interval" in settings:
+        raise InputError("settings", "the interval is swept by intervals, not settings")
+    for name in settings:
+        setting(name)
+    axes = {}
+    for s in SETTINGS:
+        if s.name in settings:
+            values = list(settings[s.name])
+            if not values:
+                raise InputError("settings", f"{s.name} is an empty axis: give at least one value")
+            axes[s.name] = [s.convert(v) for v in values]
+    return axes
+
+
+def _combinations(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the settings' values (one empty one when nothing is swept)."""
+    return [dict(zip(axes, values, strict=True)) for values in product(*axes.values())]
+
+
+def _plan(axes: tuple, config: SimConfig, profiles_sha: str) -> list[SweepTask]:
+    """The grid's tasks in order, each with its engine settings and its key; every setting is
+    built (and checked against its cluster) before any run starts."""
+    contents: dict[tuple, dict] = {}
+    tasks = []
+    for w, load, spec, interval, combo, (p, a, pairs), s in product(*axes):
+        base = dataclasses.replace(config, interval=float(interval))
+        engine = with_settings(base, combo, seed=s, nodes=spec.nodes)
+        as_cluster(spec, engine)  # autoscaling needs a cluster it can grow
+        if (w, load, s) not in contents:
+            contents[w, load, s] = _workload_content(w, load, s)
+        key = run_key(
+            policy=p,
+            agent=a,
+            params=dict(pairs),
+            workload=contents[w, load, s],
+            profiles=profiles_sha,
+            cluster=spec,
+            config=engine,
+            seed=s,
+        )
+        given = tuple(non_default(combo).items())
+        tasks.append(SweepTask(p, w, s, a, pairs, load, spec, engine, given, key))
+    return tasks
+
+
+def _workload_content(source: WorkloadSource, load: float, seed: int) -> dict[str, Any]:
+    """What a run's jobs are made of, by content: a file's hash and the load it is resampled
+    to (the seed is part of every key), or the hash of the jobs drawn from the generator."""
+    if source.path is not None:
+        return {"file_sha256": file_hash(source.path), "load": load}
+    jobs, _ = source.frame(load, seed)
+    text = jobs.to_csv(index=False) if isinstance(jobs, pd.DataFrame) else Path(jobs).read_text()
+    return {"generated_sha256": hashlib.sha256(text.encode()).hexdigest(), "load": load}
+
+
+def _check_folders(tasks: list[SweepTask], out: Path) -> None:
+    """Refuse a grid in which two different runs would write one folder."""
+    seen: dict[Path, str] = {}
+    for task in tasks:
+        folder = task.folder(out)
+        if seen.setdefault(folder, task.key) != task.key:
+            raise InputError(
+                "--out",
+                f"two different runs of the grid would share the folder {folder.relative_to(out)}"
+                "; give their inputs (workloads, failure traces) different names",
+            )
+
+
 ID_COLUMNS = ("workload", "load", "cluster", "interval", "policy", "agent", "params", "seed")
+ID_COLUMNS += ("gpu_types", "settings", "run_key")
 
 
-def _finished_row(folder: Path) -> dict | None:
-    """The summary row of a finished run, or None if the run must be (re)done: no summary, or
-    one that cannot be read back whole (a run killed while the disk was writing it)."""
-    path = folder / "summary.json"
+def _finished_row(task: SweepTask, out: Path) -> dict | None:
+    """The summary row of a finished run, or None if the run must be (re)done: no summary, one
+    that cannot be read back whole (a run killed while the disk was writing it), or one of a
+    different run (its key differs: a setting, profile, workload or GPU type changed)."""
+    path = task.folder(out) / "summary.json"
     try:
         row = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return row if isinstance(row, dict) and "avg_jct" in row else None
+    if not isinstance(row, dict) or "avg_jct" not in row:
+        return None
+    return row if row.get("run_key") == task.key else None
 
 
 def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
@@ -268,14 +408,14 @@ def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
     return table
 
 
-def _in_processes(todo, workers, rows, bar, profiles, config, out) -> None:
+def _in_processes(todo, workers, rows, bar, profiles, out) -> None:
     """Run tasks in local worker processes that leave SIGINT to this process and end when it
     dies; on an interruption, pending runs are cancelled and the workers stopped at once."""
     pool = ProcessPoolExecutor(
         max_workers=workers, initializer=_worker_setup, initargs=(os.getpid(),)
     )
     try:
-        futures = {pool.submit(run_task, t, profiles, config, out): t for t in todo}
+        futures = {pool.submit(run_task, t, profiles, out): t for t in todo}
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
             bar.update()
@@ -300,7 +440,7 @@ def _worker_setup(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _on_dask(scheduler, todo, profiles, config, out, bar, rows, workers) -> None:
+def _on_dask(scheduler, todo, profiles, out, bar, rows, workers) -> None:
     """Run tasks on a Dask cluster: ``local`` starts one on this machine with ``workers``
     processes, anything else is a scheduler address (the output folder must be reachable from
     every worker). Rows are added to ``rows`` as runs finish."""
@@ -320,7 +460,7 @@ def _on_dask(scheduler, todo, profiles, config, out, bar, rows, workers) -> None
     try:
         with Client(scheduler) as client:
             futures = {
-                client.submit(run_task, t, profiles, config, out, pure=False): t for t in todo
+                client.submit(run_task, t, profiles, out, pure=False): t for t in todo
             }
             for future in dask_completed(futures):
                 rows[futures[future]] = future.result()

@@ -58,6 +58,7 @@ SUMMARY = {
     "examples_per_gpu_second": "examples per training GPU-s (geometric mean over applications)",
     "wall_seconds": "s of wall time",
     "node_hours": "node-h provisioned (start-up included), time 0 to the last round",
+    "provisioned_gpu_hours": "GPU-h provisioned, each node with its own GPUs (as node_hours)",
     "node_failures": "count",
     "node_hours_failed": "node-h under repair",
     "lost_gpu_hours": "GPU-h of training undone by failures",

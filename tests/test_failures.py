@@ -230,7 +230,7 @@ def test_bad_failure_traces_name_the_file_and_line(rows, message, tmp_path):
 
 @pytest.mark.parametrize("policy", ["fifo", "optimus", "throughput", "sia", "gavel"])
 def test_every_policy_runs_while_nodes_fail_and_return(policy, profiles, slice40):
-    trace = (Failure(900.0, 0, 1800.0), Failure(1500.0, 3, 600.0), Failure(2400.0, 0, 600.0))
+    trace = (Failure(900.0, 0, 1800.0), Failure(1500.0, 3, 600.0), Failure(3000.0, 0, 600.0))
     config = SimConfig(failures=FailureModel(trace=trace))
     result = api.run(policy, slice40, profiles, ClusterSpec.uniform(4, 4), config=config)
     assert result.jobs["finished"].all()

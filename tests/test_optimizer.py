@@ -89,7 +89,7 @@ def _restorations_by_loop(problem, allocation, changed) -> list:
     for job in np.flatnonzero(changed):
         restored = allocation.copy()
         restored[job] = problem.current[job]
-        over = restored.sum(axis=0) - problem.gpus_per_node
+        over = restored.sum(axis=0) - problem.capacity
         for node in np.flatnonzero(over > 0):
             for other in np.flatnonzero(changed)[::-1]:
                 if other != job and over[node] > 0:

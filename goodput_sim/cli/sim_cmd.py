@@ -29,6 +29,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
 from goodput_sim.plots import interval_bars, jct_cdf
+from goodput_sim.spec import SETTINGS, Setting, build_config
 
 _policies_option = click.option(
     "--policies",
@@ -56,82 +57,26 @@ _param_option = click.option(
 )
 
 
-_changing_cluster_options = [
-    click.option("--mtbf", type=float, default=None, help="Mean hours between failures per node."),
-    click.option("--repair-hours", type=float, default=1.0, show_default=True, help="Repair time."),
-    click.option(
-        "--repair",
-        type=click.Choice(["fixed", "exponential"]),
-        default="fixed",
-        show_default=True,
-        help="Repair times fixed, or drawn with --repair-hours as mean.",
-    ),
-    click.option(
-        "--failure-trace",
-        type=click.Path(path_type=Path),
-        default=None,
-        help="CSV of failures (time,node,duration in seconds) instead of --mtbf.",
-    ),
-    click.option(
-        "--checkpoint-interval",
-        type=float,
-        default=None,
-        help="Seconds of training between checkpoints [default: the profile's, else 1800].",
-    ),
-    click.option("--min-nodes", type=int, default=None, help="Autoscale from this many nodes."),
-    click.option("--max-nodes", type=int, default=None, help="Autoscale up to this many nodes."),
-    click.option(
-        "--autoscaler",
-        type=click.Choice(["utility", "queue"]),
-        default="utility",
-        show_default=True,
-        help="Autoscaling rule (parameters: --param autoscaler.KEY=VALUE).",
-    ),
-    click.option(
-        "--startup-delay",
-        type=float,
-        default=120.0,
-        show_default=True,
-        help="Seconds before a started node is usable.",
-    ),
-    click.option("--node-price", type=float, default=None, help="Price of one node-hour."),
-]
+def _setting_option(setting: Setting):
+    """The CLI option of a declared engine setting (a flag for a boolean)."""
+    if setting.kind is bool:
+        return click.option(setting.flag, is_flag=True, default=setting.default, help=setting.help)
+    if setting.choices:
+        kind = click.Choice(list(setting.choices))
+    elif setting.kind is Path:
+        kind = click.Path(path_type=Path)
+    else:
+        kind = setting.kind
+    return click.option(
+        setting.flag,
+        type=kind,
+        default=setting.default,
+        show_default=setting.default is not None,
+        help=setting.help,
+    )
 
 
-def _changing_cluster(options: dict) -> dict:
-    """The failure and autoscaling settings of ``_common``'s options, as SimConfig fields
-    (checked against the cluster: a failure trace must name its nodes)."""
-    from goodput_sim.api import as_cluster
-    from goodput_sim.autoscale import AutoscaleConfig
-    from goodput_sim.failures import FailureModel, read_failure_trace
-
-    mtbf, trace = options.pop("mtbf"), options.pop("failure_trace")
-    repair_hours, repair = options.pop("repair_hours"), options.pop("repair")
-    low, high = options.pop("min_nodes"), options.pop("max_nodes")
-    rule, startup = options.pop("autoscaler"), options.pop("startup_delay")
-    price = options.pop("node_price")
-    fields: dict = {"checkpoint_interval": options.pop("checkpoint_interval")}
-    if (low is None) != (high is None):
-        raise InputError("--min-nodes" if low is None else "--max-nodes", "give both or neither")
-    scaler_params = {
-        k.split(".", 1)[1]: v for k, v in options["params"].items() if k.startswith("autoscaler.")
-    }
-    options["params"] = {
-        k: v for k, v in options["params"].items() if not k.startswith("autoscaler.")
-    }
-    if low is not None:
-        fields["autoscale"] = AutoscaleConfig(
-            low, high, rule, tuple(sorted(scaler_params.items())), startup, price
-        )
-    elif scaler_params or price is not None:
-        raise InputError("--min-nodes", "autoscaler settings need --min-nodes and --max-nodes")
-    if mtbf is not None and trace is not None:
-        raise InputError("--mtbf", "give --mtbf or --failure-trace, not both")
-    if mtbf is not None or trace is not None:
-        nodes = high if high is not None else as_cluster(options["cluster"]).nodes
-        failures = read_failure_trace(trace, nodes) if trace is not None else ()
-        fields["failures"] = FailureModel(mtbf, repair_hours, repair, failures, options["seed"])
-    return fields
+_setting_options = [_setting_option(s) for s in SETTINGS if s.option]
 
 
 def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
@@ -146,16 +91,24 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping of option names to values")
     known = {p.name for p in ctx.command.params} - {"config", "manifest"}
+    known.add("autoscaler_params")  # the one setting without an option of its own
     values = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name not in known:
             raise InputError(path, f"unknown option {key!r}; known: {', '.join(sorted(known))}")
-        if name == "params" and isinstance(value, dict):
-            value = [f"{k}={v}" for k, v in value.items()]
+        if name == "autoscaler_params" and isinstance(value, dict):
+            name, value = "params", [*values.get("params", ()), *_scaler_items(value)]
+        elif name == "params" and isinstance(value, dict):
+            value = [*values.get("params", ()), *(f"{k}={v}" for k, v in value.items())]
         values[name] = value
     ctx.default_map = {**(ctx.default_map or {}), **values}
     return path
+
+
+def _scaler_items(values: dict) -> list[str]:
+    """A ``--config`` file's ``autoscaler_params`` mapping as ``--param autoscaler.KEY=VALUE``."""
+    return [f"autoscaler.{k}={v}" for k, v in values.items()]
 
 
 _config_option = click.option(
@@ -183,47 +136,9 @@ def _common(func):
         click.option(
             "--seed", type=int, default=0, show_default=True, help="Seed for randomised policies."
         ),
-        click.option(
-            "--interval",
-            type=float,
-            default=60.0,
-            show_default=True,
-            help="Seconds between rounds.",
-        ),
-        click.option(
-            "--restart-delay",
-            type=float,
-            default=30.0,
-            show_default=True,
-            help="Seconds lost when a job's allocation changes.",
-        ),
-        click.option(
-            "--interference",
-            type=float,
-            default=0.0,
-            show_default=True,
-            help="Slowdown of distributed jobs sharing a node (SPEC 5.6).",
-        ),
-        click.option("--horizon", type=float, default=None, help="Stop after this many seconds."),
-        click.option(
-            "--oracle", is_flag=True, help="Policies see true throughput, not online fits."
-        ),
-        click.option(
-            "--max-wall",
-            type=float,
-            default=None,
-            help="Stop a run after this many seconds of wall time; results marked partial.",
-        ),
-        click.option(
-            "--placement-order",
-            type=click.Choice(["allocation", "node"]),
-            default="allocation",
-            show_default=True,
-            help="Node order in which a split job reads measured step times (SPEC 5.9).",
-        ),
         _agent_option,
         _param_option,
-        *_changing_cluster_options,
+        *_setting_options,
     ]
     for option in reversed(options):
         func = option(func)
@@ -232,25 +147,19 @@ def _common(func):
 
 def _split_options(options: dict) -> tuple[dict, SimConfig]:
     """Separate the engine settings of ``_common`` from the input options (``params`` parsed
-    from its ``KEY=VALUE`` items)."""
-    options["params"] = parse_assignments(options["params"])
-    changing = _changing_cluster(options)
-    config = SimConfig(
-        **{
-            k: options.pop(k)
-            for k in (
-                "interval",
-                "restart_delay",
-                "interference",
-                "horizon",
-                "oracle",
-                "placement_order",
-                "max_wall",
-            )
-        },
-        **changing,
-    )
-    return options, config
+    from its ``KEY=VALUE`` items, ``autoscaler.KEY`` ones going to the autoscaling rule)."""
+    params = parse_assignments(options["params"])
+    values = {s.name: options.pop(s.name) for s in SETTINGS if s.option}
+    values["autoscaler_params"] = {
+        k.split(".", 1)[1]: v for k, v in params.items() if k.startswith("autoscaler.")
+    }
+    options["params"] = {k: v for k, v in params.items() if not k.startswith("autoscaler.")}
+    nodes = None
+    if values["failure_trace"] is not None and values["max_nodes"] is None:
+        from goodput_sim.api import as_cluster
+
+        nodes = as_cluster(options["cluster"]).nodes  # a trace names nodes of this cluster
+    return options, build_config(values, options["seed"], nodes)
 
 
 def _inputs(workload: Path, profiles: Path | None) -> dict[str, Path]:
@@ -638,6 +547,7 @@ def sweep_cmd(
             intervals=spec.intervals,
             profiles=spec.profiles,
             config=spec.config,
+            settings=spec.settings,
             workers=workers,
             scheduler=scheduler,
             progress=not quiet,

@@ -10,35 +10,35 @@
     clusters: [16x4, cluster-256x4.yaml]
     intervals: [60]                   # seconds between rounds
     profiles: ../traces/profiles      # default: the bundled profiles
-    settings: {restart_delay: 30}     # the rest of the engine settings
+    settings:                         # any other engine setting (goodput_sim.spec)
+      restart_delay: 30               # one value for every run
+      mtbf: [null, 24]                # or a list: an axis of the grid
 
-Relative paths are read from the experiment file's folder. Every key is checked before any run
-starts; an error names the file and the key."""
+Every setting of ``goodput-sim run`` (its option names with underscores, and
+``autoscaler_params``) may be given; a list makes it an axis. Relative paths are read from the
+experiment file's folder. Every key is checked before any run starts; an error names the file
+and the key."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from goodput_sim.api import check_policies
+from goodput_sim.api import as_cluster, check_policies
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.safe_yaml import load_yaml
 from goodput_sim.sources import WorkloadSource, checked_generate
+from goodput_sim.spec import BY_NAME, build_config, with_settings
 
 KEYS = {"name", "policies", "workloads", "loads", "seeds", "clusters", "intervals", "profiles"}
 KEYS |= {"settings"}
-SETTINGS = {
-    "restart_delay": float,
-    "interference": float,
-    "horizon": float,
-    "oracle": bool,
-    "placement_order": str,
-    "max_wall": float,
-}
+SETTINGS = sorted(set(BY_NAME) - {"interval"})
+"""The keys of ``settings``: every engine setting but the interval (the ``intervals`` axis)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,8 @@ class Experiment:
     clusters: list[ClusterSpec] = field(default_factory=lambda: [ClusterSpec()])
     intervals: list[float] = field(default_factory=lambda: [60.0])
     profiles: str | None = None
-    config: SimConfig = SimConfig()
+    config: SimConfig = SimConfig()  # the settings given one value (at seed 0)
+    settings: dict[str, list[Any]] = field(default_factory=dict)  # every setting given
 
     @property
     def runs(self) -> int:
@@ -64,6 +65,7 @@ class Experiment:
             self.seeds,
             self.clusters,
             self.intervals,
+            *self.settings.values(),
         )
         return math.prod(len(axis) for axis in axes)
 
@@ -83,19 +85,22 @@ def load_experiment(path: str | Path) -> Experiment:
         if key not in data:
             raise InputError(path, "is required", f"key {key}")
     here = path.parent
+    settings = _settings(path, here, data.get("settings", {}))
+    clusters = [_cluster(path, here, v) for v in _axis(path, data, "clusters", ["16x4"])]
     return Experiment(
         name=_name(path, data.get("name", path.stem)),
         policies=[_policy(path, k, e) for k, e in enumerate(_axis(path, data, "policies"))],
         workloads=_workloads(path, here, _axis(path, data, "workloads")),
         loads=[_number(path, "loads", v, positive=True) for v in _axis(path, data, "loads", [1.0])],
         seeds=[_seed(path, v) for v in _axis(path, data, "seeds", [0])],
-        clusters=[_cluster(path, here, v) for v in _axis(path, data, "clusters", ["16x4"])],
+        clusters=clusters,
         intervals=[
             _number(path, "intervals", v, positive=True)
             for v in _axis(path, data, "intervals", [60.0])
         ],
         profiles=_profiles(path, here, data.get("profiles")),
-        config=_config(path, data.get("settings", {})),
+        config=_config(path, settings, clusters),
+        settings=settings,
     )
 
 
@@ -211,30 +216,55 @@ def _profiles(path: Path, here: Path, value: object) -> str | None:
     return str(here / value)
 
 
-def _config(path: Path, settings: object) -> SimConfig:
-    """The engine settings other than the interval (an axis of its own)."""
+def _settings(path: Path, here: Path, settings: object) -> dict[str, list[Any]]:
+    """The engine settings of the ``settings`` key, each as its list of values (one unless it
+    is an axis), converted and checked against its declaration."""
     if not isinstance(settings, dict):
         raise InputError(path, "must be a mapping", "key settings")
     unknown = set(settings) - set(SETTINGS)
     if unknown:
+        hint = "; the interval is swept by the intervals key" if "interval" in unknown else ""
         raise InputError(
             path,
-            f"unknown setting(s) {sorted(unknown)}; expected {sorted(SETTINGS)}",
+            f"unknown setting(s) {sorted(unknown)}; expected {SETTINGS}{hint}",
             "key settings",
         )
-    values = {}
+    out = {}
     for key, value in settings.items():
-        kind = SETTINGS[key]
         where = f"key settings.{key}"
-        if value is None and key in ("horizon", "max_wall"):
-            values[key] = None
-        elif kind is float:
-            values[key] = _number(path, f"settings.{key}", value)
-        elif not isinstance(value, kind):
-            raise InputError(path, f"must be a {kind.__name__}, found {value!r}", where)
-        else:
-            values[key] = value
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise InputError(path, "is an empty axis: give at least one value", where)
+        if len(values) != len({repr(v) for v in values}):
+            raise InputError(path, "lists a value twice", where)
+        try:
+            out[key] = [BY_NAME[key].convert(_located(here, key, v)) for v in values]
+        except InputError as error:
+            raise InputError(path, error.problem, where) from None
+    return out
+
+
+def _located(here: Path, key: str, value: object) -> object:
+    """A failure trace's path read from the experiment file's folder (checked to exist)."""
+    if BY_NAME[key].kind is not Path or not isinstance(value, str):
+        return value
+    target = here / value
+    if not target.is_file():
+        raise InputError(None, f"no failure trace at {target}")
+    return str(target)
+
+
+def _config(path: Path, settings: dict[str, list[Any]], clusters: list[ClusterSpec]) -> SimConfig:
+    """The settings given one value, as a SimConfig; every combination of the axes is built
+    once on every cluster, so a bad combination is reported before any run starts."""
+    fixed = {k: v[0] for k, v in settings.items() if len(v) == 1}
+    swept = {k: v for k, v in settings.items() if len(v) > 1}
     try:
-        return SimConfig(**values)
+        config = build_config(fixed, nodes=min(c.nodes for c in clusters))
+        for values in itertools.product(*swept.values()):
+            for cluster in clusters:
+                combo = {**fixed, **dict(zip(swept, values, strict=True))}
+                as_cluster(cluster, with_settings(config, combo, nodes=cluster.nodes))
     except (ValueError, InputError) as error:
         raise InputError(path, str(error), "key settings") from None
+    return config

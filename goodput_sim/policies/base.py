@@ -153,6 +153,9 @@ class Policy(SimulationBound, ABC):
     reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
     type_aware: ClassVar[bool] = False  # reads per-GPU-type beliefs (kept fresh for it)
     claim_baseline: ClassVar[bool] = True  # set against goodput in the Pollux claim check
+    # Whether the policy chooses each job's GPU count. If not, a running job holds the GPUs it
+    # asked for, and the autoscaler never removes a node it runs on.
+    elastic: ClassVar[bool] = False
 
     def __init__(self, seed: int = 0, **values: Any):
         self.seed = seed

@@ -7,7 +7,8 @@
 
 Differences from the reference (SPEC 6) by design: the optimiser is deterministic (greedy plus
 placement, :mod:`goodput_sim.policies.greedy`) instead of an unseeded NSGA-II, and the fair-share
-base goodput packs the fair share onto ceil(fair_R / GPUs-per-node) nodes instead of one node.
+base goodput packs the fair share onto the fewest nodes up that hold it (largest first) instead
+of one node.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.agents.adaptive import without_statistics
-from goodput_sim.cluster import packed_nodes
 from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
@@ -52,6 +52,7 @@ class ElasticPolicy(Policy):
 
     statistical: bool = True
     params = ELASTIC_PARAMS
+    elastic = True
 
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
@@ -106,29 +107,28 @@ class ElasticPolicy(Policy):
 
         The best goodputs by shape and the fair-share base are cached per job apart, keyed by
         what each depends on: the belief (fitted parameters, plus gradient statistics when
-        ``statistical``) and the cap or fair share, so an arrival (new fair share) only
-        rescales the speedups."""
+        ``statistical``), the node shapes up (the largest node, whether there are several) and
+        the cap or fair share, so an arrival (new fair share) only rescales the speedups."""
         cluster = snapshot.cluster
+        shape = (cluster.largest_node, min(cluster.nodes_up, 2))
         model = job.belief.goodput_model
         if model is None:  # not yet profiled: assume linear scaling
-            return speedup_table(lambda n, r: r / fair, cap, cluster.nodes, cluster.gpus_per_node)
+            return speedup_table(lambda n, r: r / fair, cap, shape[1], shape[0])
         belief = job.belief.version if self.statistical else job.belief.fits
         cached = self._speedup_cache[job.name]
-        if cached.get("best", (None,))[0] != (belief, cap):
+        if cached.get("best", (None,))[0] != (belief, cap, shape):
             if not self.statistical:
                 model = without_statistics(model)
-            values = self._best_goodputs(
-                model, self.statistical, cap, cluster.nodes, cluster.gpus_per_node
-            )
-            cached["best"] = ((belief, cap), values)
-        if cached.get("base", (None,))[0] != (belief, fair):
-            nodes = packed_nodes(fair, cluster.gpus_per_node)
+            values = self._best_goodputs(model, self.statistical, cap, shape[1], shape[0])
+            cached["best"] = ((belief, cap, shape), values)
+        if cached.get("base", (None,))[0] != (belief, fair, shape):
+            nodes = len(cluster.packed_layout(fair))
             best = cached["best"][1]
             if fair < best.shape[1]:  # already computed (its row 2 stands for any multi-node)
                 base = best[min(nodes, 2), fair]
             else:
                 base = model.optimize(nodes, fair, self.statistical).goodput[0]
-            cached["base"] = ((belief, fair), base)
+            cached["base"] = ((belief, fair, shape), base)
         return cached["best"][1] / cached["base"][1]
 
     def describe(self) -> dict:
@@ -141,11 +141,12 @@ POWER_ORDER = ("dgx-ext", "dgx", "azure", "quad", "rtx", "aws")
 
 
 def best_goodputs(
-    model: GoodputModel, statistical: bool, cap: int, nodes: int, gpus_per_node: int
+    model: GoodputModel, statistical: bool, cap: int, nodes_up: int, largest_node: int
 ) -> NDArray:
-    """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only)."""
+    """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only), on nodes of
+    at most ``largest_node`` GPUs, several of them if ``nodes_up`` >= 2."""
     table = speedup_table(
-        lambda n, r: model.optimize(n, r, statistical).goodput, cap, nodes, gpus_per_node
+        lambda n, r: model.optimize(n, r, statistical).goodput, cap, nodes_up, largest_node
     )
     table.flags.writeable = False
     return table

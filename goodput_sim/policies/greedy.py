@@ -25,7 +25,7 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
     """(jobs x GPUs) costs (p = -1: inverse values ``1/(value + 1e-3)``) of each job at each
     GPU count under packed placement; keeping the current count keeps the row (no restart
     penalty)."""
-    g = problem.gpus_per_node
+    g = problem.largest_node
     table = problem.padded_speedups
     jobs, rows, width = table.shape
     r = np.arange(width)
@@ -42,12 +42,13 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
 
 
 def whole_node_costs(problem: AllocationProblem, cost: NDArray[np.float64]) -> NDArray:
-    """``cost`` with partial-node counts above one node ruled out (unless kept): a distributed
-    job then takes whole nodes, which interference avoidance can always place."""
-    g = problem.gpus_per_node
+    """``cost`` with counts above one node that no set of whole nodes makes up ruled out
+    (unless kept): a distributed job then takes whole nodes, which interference avoidance can
+    always place."""
     r = np.arange(cost.shape[1])[None, :]
     kept = problem.current.sum(axis=1)[:, None]
-    return np.where((r > g) & (r % g != 0) & (r != kept), np.inf, cost)
+    partial = (r > problem.largest_node) & ~problem.whole_node_counts[None, : cost.shape[1]]
+    return np.where(partial & (r != kept), np.inf, cost)
 
 
 def greedy_counts(
@@ -111,7 +112,7 @@ def place(
 ) -> NDArray[np.int64]:
     """Rows for the chosen counts; counts that cannot be placed shrink until they fit. With
     ``keep_rows`` jobs whose count is unchanged keep their current row."""
-    g = problem.gpus_per_node
+    g = problem.largest_node
     current = problem.current
     keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
     allocation = np.where(keep[:, None], current, 0)

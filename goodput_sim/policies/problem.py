@@ -1,8 +1,9 @@
 """The elastic allocation problem of one scheduling round (SPEC 6.3), shared by optimisers.
 
 Decision: A[j, n] GPUs of job j on node n. Each job's value is its speedup at (nodes used, GPUs)
-relative to its goodput at a fair share of the cluster, scaled by 1/GPUs-per-node and multiplied
-by the restart penalty if its row changes; the objective is the power mean with exponent p
+relative to its goodput at a fair share of the cluster, scaled by 1/GPUs of the largest node up
+(the reference's 1/GPUs-per-node; one constant for every job) and multiplied by the restart
+penalty if its row changes; the objective is the power mean with exponent p
 (default -1, the harmonic mean) of ``value + 1e-3``, so with p = -1 leaving a job without GPUs
 costs 1000 in the sum of inverses. Optimisers minimise the sum of per-job costs
 (:class:`Fairness`), which orders allocations as the power mean does.
@@ -68,8 +69,8 @@ class AllocationProblem:
     def __post_init__(self) -> None:
         capacity = np.asarray(self.capacity, dtype=np.int64)
         self.capacity = np.broadcast_to(capacity, self.current.shape[1:]).copy()
-        # GPUs of the largest node: the unit of the value scale and of packed placements.
-        self.gpus_per_node = int(self.capacity.max()) if self.capacity.size else 0
+        # GPUs of the largest node up: the most one node holds, and the unit of the value scale.
+        self.largest_node = int(self.capacity.max()) if self.capacity.size else 0
 
     @property
     def num_jobs(self) -> int:
@@ -99,7 +100,21 @@ class AllocationProblem:
         value = np.where(
             replicas <= self.caps[jobs], table.ravel()[(jobs * rows + n) * width + r], 0.0
         )
-        return value / self.gpus_per_node * np.where(changed, self.penalties[jobs], 1.0)
+        return value / self.largest_node * np.where(changed, self.penalties[jobs], 1.0)
+
+    @cached_property
+    def whole_node_counts(self) -> NDArray[np.bool_]:
+        """For each GPU count of the speedup tables, whether some set of whole nodes holds
+        exactly that many GPUs (the sums of node capacities, whatever the node shapes)."""
+        width = self.padded_speedups.shape[2]
+        reach = np.zeros(width, dtype=bool)
+        reach[0] = True
+        sizes, counts = np.unique(self.capacity[self.capacity > 0], return_counts=True)
+        for size, count in zip(sizes.tolist(), counts.tolist(), strict=True):
+            before = reach.copy()
+            for k in range(1, min(count, (width - 1) // size) + 1):
+                reach[k * size :] |= before[: width - k * size]
+        return reach
 
     def values(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per-individual, per-job scaled values for a (pop x jobs x nodes) population."""
@@ -131,16 +146,17 @@ class AllocationProblem:
         return ok & (distributed_cells(population).sum(axis=1) <= 1).all(axis=1)
 
 
-def speedup_table(speedup: SpeedupFn, cap: int, num_nodes: int, gpus_per_node: int) -> NDArray:
-    """Speedups indexed by [min(nodes, 2), replicas] for replicas <= cap, in one vectorised call.
+def speedup_table(speedup: SpeedupFn, cap: int, nodes_up: int, largest_node: int) -> NDArray:
+    """Speedups indexed by [min(nodes, 2), replicas] for replicas <= cap, in one vectorised call:
+    one node holds at most ``largest_node`` GPUs, several exist if ``nodes_up`` >= 2.
 
     The throughput model tells one node from several but not several from many (SPEC 3.1:
     network time depends on the node count only through nodes > 1), so row 2 stands for every
     multi-node placement; the table is small however large the cluster."""
     table = np.zeros((3, cap + 1))
     r = np.arange(1, cap + 1)
-    single = r <= gpus_per_node
-    multi = (r >= 2) & (num_nodes >= 2)
+    single = r <= largest_node
+    multi = (r >= 2) & (nodes_up >= 2)
     nodes = np.concatenate([np.ones(single.sum()), np.full(multi.sum(), 2.0)])
     replicas = np.concatenate([r[single], r[multi]]).astype(float)
     if len(replicas):

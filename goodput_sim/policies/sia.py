@@ -71,6 +71,7 @@ class Sia(Policy):
     name = "sia"
     default_agent = "goodput"
     type_aware = True
+    elastic = True
     claim_baseline = False  # Pollux's successor, not one of the baselines its claim is about
     params = (
         Param("p", float, -0.5, "fairness power (< 0: minimise)", -10.0, 10.0),

@@ -1,0 +1,70 @@
+"""The simulated clock: typed engine events and the order of events due at the same instant.
+
+simpy runs events in order of (time, priority, creation). Timeouts all share one priority, so
+two events due at the same instant would run in the order they were *created*, an accident of
+history (a node repaired at a round's time would be usable in that round if it had failed
+early enough, not if it failed shortly before). Every engine event is therefore scheduled with
+an explicit priority, and at one instant they run in this order:
+
+1. failures: a node failing at a round's time is down for that round;
+2. repairs: a node repaired at a round's time is usable in that round;
+3. node starts: a node the autoscaler started that finishes booting then is usable too;
+4. arrivals, in workload order: a job arriving at a round's time is scheduled in that round;
+5. the round last. Completions happen inside rounds: progress is advanced and finished jobs
+   are retired when a round (or a failure) brings the clock up to date, each with its exact
+   finish time.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+import simpy
+from simpy.events import Event
+
+
+class Cause(enum.Enum):
+    """Why the clock stopped: the typed value of every engine event."""
+
+    ARRIVAL = "arrival"
+    ROUND = "round"
+    COMPLETION = "completion"
+    FAILURE = "failure"  # a node goes down
+    REPAIR = "repair"  # a failed node is back
+    NODE_READY = "node-ready"  # a node the autoscaler started has booted
+
+
+ORDER = (Cause.FAILURE, Cause.REPAIR, Cause.NODE_READY, Cause.ARRIVAL, Cause.ROUND)
+"""Causes in the order they run when due at the same instant (completions: inside rounds)."""
+
+_FIRST_PRIORITY = 2  # after simpy's own URGENT (0) and NORMAL (1) events at that instant
+PRIORITY = {cause: _FIRST_PRIORITY + rank for rank, cause in enumerate(ORDER)}
+
+
+@dataclass(frozen=True)
+class SimEvent:
+    """The value of an engine event: its cause, its time and the job it concerns, if any."""
+
+    cause: Cause
+    time: float
+    job: str | None = None
+
+
+class At(Event):
+    """A timeout whose ties with other engine events follow :data:`ORDER`, not creation."""
+
+    def __init__(self, env: simpy.Environment, delay: float, value: SimEvent):
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        self.env = env
+        self.callbacks: list[Any] = []
+        self._value = value
+        self._ok = True
+        env.schedule(self, PRIORITY[value.cause], delay)
+
+
+def after(env: simpy.Environment, delay: float, cause: Cause, job: str | None = None) -> At:
+    """An event of ``cause`` due ``delay`` seconds from now (its value carries that time)."""
+    return At(env, delay, SimEvent(cause, env.now + delay, job))

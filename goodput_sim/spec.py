@@ -1,0 +1,483 @@
+"""One run specification: every engine setting declared once, and the key of a whole run.
+
+Each :class:`Setting` names a value a run can be given (type, range or choices, unit, help,
+default) and where it lives in :class:`~goodput_sim.engine.SimConfig` (``interval``,
+``failures.mtbf_hours``, ``autoscale.rule``...). From this one table come SimConfig's checks,
+the CLI options of ``run`` and ``compare`` (``--restart-delay``...), the keys of their
+``--config`` files and of an experiment file's ``settings`` (every one of which may be a list:
+an axis of the sweep), the config a manifest records and its replay, and :func:`run_key`, the
+content hash under which a sweep stores and reuses a run.
+
+A setting's name is its ``--config`` key, its experiment-file key and, with dashes, its CLI
+option. Failure settings build a :class:`~goodput_sim.failures.FailureModel` seeded with the
+run's seed; autoscaling settings an :class:`~goodput_sim.autoscale.AutoscaleConfig`. Those two
+classes check their own fields (their messages name the CLI option); the ranges declared here
+for them are the ones they enforce (a test holds the two together).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goodput_sim.autoscale import AUTOSCALERS, AutoscaleConfig
+from goodput_sim.cluster import ClusterSpec
+from goodput_sim.errors import InputError
+from goodput_sim.failures import REPAIRS, Failure, FailureModel, read_failure_trace
+
+if TYPE_CHECKING:
+    from goodput_sim.engine import SimConfig
+
+DAY = 86400.0
+DECADE = 10 * 365 * DAY
+MAX_NODES = 100_000  # a failure trace read with no cluster in view is checked against this
+KEY_VERSION = 1  # bump when the run key's record changes meaning, so old runs are redone
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One engine setting: a type (float, int, bool, str with ``choices``, Path for a file,
+    dict for a mapping), a default, an inclusive range (``open_low``/``open_high`` exclude an
+    end), a unit and the SimConfig field it sets (dotted inside failures and autoscale)."""
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    field: str
+    unit: str = ""
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    choices: tuple[str, ...] = ()
+    optional: bool = False  # None is a value (and the default means "off")
+    option: bool = True  # a CLI option of its own (the autoscaler's parameters use --param)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def group(self) -> str | None:
+        """``failures`` or ``autoscale`` for a nested setting, None for SimConfig's own."""
+        head, dot, _ = self.field.partition(".")
+        return head if dot else None
+
+    def expected(self) -> str:
+        """What is valid, in words (for messages and help)."""
+        if self.kind is bool:
+            return "true or false"
+        if self.choices:
+            return " or ".join(self.choices)
+        if self.kind is Path:
+            return "a file"
+        if self.kind is dict:
+            return "a mapping"
+        low = "-inf" if self.low is None else _number(self.low)
+        high = "inf" if self.high is None else _number(self.high)
+        brackets = ("(" if self.open_low else "[", ")" if self.open_high else "]")
+        text = f"{brackets[0]}{low}, {high}{brackets[1]}"
+        return f"{_UNIT_WORDS.get(self.unit, self.unit)} in {text}".strip()
+
+    def in_range(self, value: Any) -> bool:
+        """Whether ``value`` (of the right type) lies within the declared range or choices."""
+        if value is None:
+            return self.optional
+        if self.choices:
+            return value in self.choices
+        if self.kind in (float, int):
+            if not math.isfinite(value):
+                return False
+            if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
+                return False
+            return self.high is None or not (
+                value > self.high or (self.open_high and value == self.high)
+            )
+        return True
+
+    def convert(self, value: Any) -> Any:
+        """``value`` (from YAML, JSON, click or Python) as this setting's type; SimConfig's own
+        settings are range-checked here too, nested ones by the class they build."""
+        problem = InputError(self.flag, f"invalid value {value!r}; expected {self.expected()}")
+        if value is None:
+            if not self.optional:
+                raise problem
+            return None
+        converted = _typed(self, value)
+        if converted is _INVALID or (self.group is None and not self.in_range(converted)):
+            raise problem
+        return converted
+
+
+_INVALID = object()
+_UNIT_WORDS = {"s": "seconds", "h": "hours", "": ""}
+
+
+def _number(x: float) -> str:
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:g}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _typed(setting: Setting, value: Any) -> Any:
+    """``value`` as the setting's type, or ``_INVALID``."""
+    kind = setting.kind
+    if kind is bool:
+        return value if isinstance(value, bool) else _INVALID
+    if kind is str:
+        return value if isinstance(value, str) and value in setting.choices else _INVALID
+    if kind is Path:
+        if isinstance(value, tuple) and all(isinstance(f, Failure) for f in value):
+            return value  # a trace already read (from a config or a manifest)
+        return str(value) if isinstance(value, str | Path) and str(value) else _INVALID
+    if kind is dict:
+        if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+            return tuple(sorted(value.items()))
+        if isinstance(value, tuple | list) and all(len(pair) == 2 for pair in value):
+            return tuple(sorted((str(k), v) for k, v in value))
+        return _INVALID
+    if not _is_number(value):
+        return _INVALID
+    if kind is int:
+        return int(value) if float(value).is_integer() else _INVALID
+    return float(value)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("interval", float, 60.0, "Seconds between rounds.", "interval", "s", 1, DAY),
+    Setting(
+        "restart_delay",
+        float,
+        30.0,
+        "Seconds lost when a job's allocation changes.",
+        "restart_delay",
+        "s",
+        0,
+        DAY,
+    ),
+    Setting(
+        "interference",
+        float,
+        0.0,
+        "Slowdown of distributed jobs sharing a node (SPEC 5.6).",
+        "interference",
+        "fraction",
+        0,
+        1,
+        open_high=True,
+    ),
+    Setting(
+        "horizon",
+        float,
+        None,
+        "Stop after this many seconds.",
+        "horizon",
+        "s",
+        0,
+        DECADE,
+        open_low=True,
+        optional=True,
+    ),
+    Setting(
+        "oracle", bool, False, "Policies see true throughput, not online fits.", "oracle"
+    ),
+    Setting(
+        "max_wall",
+        float,
+        None,
+        "Stop a run after this many seconds of wall time; results marked partial.",
+        "max_wall",
+        "s",
+        0,
+        30 * DAY,
+        open_low=True,
+        optional=True,
+    ),
+    Setting(
+        "placement_order",
+        str,
+        "allocation",
+        "Node order in which a split job reads measured step times (SPEC 5.9).",
+        "placement_order",
+        choices=("allocation", "node"),
+    ),
+    Setting(
+        "mtbf",
+        float,
+        None,
+        "Mean hours between failures per node.",
+        "failures.mtbf_hours",
+        "h",
+        0,
+        DECADE / 3600,
+        open_low=True,
+        optional=True,
+    ),
+    Setting(
+        "repair_hours",
+        float,
+        1.0,
+        "Repair time.",
+        "failures.repair_hours",
+        "h",
+        0,
+        DECADE / 3600,
+        open_low=True,
+    ),
+    Setting(
+        "repair",
+        str,
+        "fixed",
+        "Repair times fixed, or drawn with --repair-hours as mean.",
+        "failures.repair",
+        choices=REPAIRS,
+    ),
+    Setting(
+        "failure_trace",
+        Path,
+        None,
+        "CSV of failures (time,node,duration in seconds) instead of --mtbf.",
+        "failures.trace",
+        optional=True,
+    ),
+    Setting(
+        "checkpoint_interval",
+        float,
+        None,
+        "Seconds of training between checkpoints [default: the profile's, else 1800].",
+        "checkpoint_interval",
+        "s",
+        1,
+        DECADE,
+        optional=True,
+    ),
+    Setting(
+        "min_nodes",
+        int,
+        None,
+        "Autoscale from this many nodes.",
+        "autoscale.min_nodes",
+        "nodes",
+        1,
+        optional=True,
+    ),
+    Setting(
+        "max_nodes",
+        int,
+        None,
+        "Autoscale up to this many nodes.",
+        "autoscale.max_nodes",
+        "nodes",
+        1,
+        optional=True,
+    ),
+    Setting(
+        "autoscaler",
+        str,
+        "utility",
+        "Autoscaling rule (parameters: --param autoscaler.KEY=VALUE).",
+        "autoscale.rule",
+        choices=tuple(AUTOSCALERS),
+    ),
+    Setting(
+        "startup_delay",
+        float,
+        120.0,
+        "Seconds before a started node is usable.",
+        "autoscale.startup_delay",
+        "s",
+        0,
+        DAY,
+    ),
+    Setting(
+        "node_price",
+        float,
+        None,
+        "Price of one node-hour.",
+        "autoscale.node_price",
+        "price per node-hour",
+        0,
+        optional=True,
+    ),
+    Setting(
+        "autoscaler_params",
+        dict,
+        (),
+        "Parameters of the autoscaling rule (on the command line: --param autoscaler.KEY=VALUE).",
+        "autoscale.params",
+        option=False,
+    ),
+)
+"""Every engine setting, in the order the CLI lists them."""
+
+BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def setting(name: str) -> Setting:
+    """The declared setting ``name``; an unknown name is an error listing the known ones."""
+    if name not in BY_NAME:
+        raise InputError(
+            "settings", f"unknown setting {name!r}; known: {', '.join(sorted(BY_NAME))}"
+        )
+    return BY_NAME[name]
+
+
+def check_config(config: SimConfig) -> None:
+    """SimConfig's own fields against their declarations (one-line error naming the option)."""
+    for s in SETTINGS:
+        if s.group is None:
+            value = getattr(config, s.field)
+            number = s.kind in (float, int) and value is not None
+            if (number and not _is_number(value)) or not s.in_range(value):
+                raise InputError(s.flag, f"invalid value {value!r}; expected {s.expected()}")
+
+
+def resolve_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting's value: the given ones converted and checked, the rest at defaults."""
+    for name in values:
+        setting(name)
+    return {s.name: s.convert(values[s.name]) if s.name in values else s.default for s in SETTINGS}
+
+
+def build_config(
+    values: Mapping[str, Any], seed: int = 0, nodes: int | None = None
+) -> SimConfig:
+    """The SimConfig of flat setting ``values`` (missing ones at their defaults): failures are
+    seeded with the run's ``seed`` and a failure trace file is read and checked against
+    ``nodes`` (the cluster's, or ``max_nodes`` when autoscaling)."""
+    from goodput_sim.engine import SimConfig  # the engine checks its fields through this module
+
+    given = resolve_settings(values)
+    own = {s.field: given[s.name] for s in SETTINGS if s.group is None}
+    scale = _autoscale(given)
+    reach = scale.max_nodes if scale is not None else nodes
+    return SimConfig(**own, failures=_failures(given, seed, reach), autoscale=scale)
+
+
+def _failures(given: dict[str, Any], seed: int, nodes: int | None) -> FailureModel | None:
+    """The failure model of resolved settings, or None when no node fails."""
+    mtbf, trace = given["mtbf"], given["failure_trace"]
+    if mtbf is not None and trace is not None:
+        raise InputError("--mtbf", "give --mtbf or --failure-trace, not both")
+    if mtbf is None and trace is None:
+        return None
+    if isinstance(trace, str):
+        trace = read_failure_trace(trace, nodes if nodes is not None else MAX_NODES)
+    return FailureModel(mtbf, given["repair_hours"], given["repair"], trace or (), seed)
+
+
+def _autoscale(given: dict[str, Any]) -> AutoscaleConfig | None:
+    """The autoscaling settings of resolved settings, or None for a fixed cluster."""
+    low, high = given["min_nodes"], given["max_nodes"]
+    if (low is None) != (high is None):
+        raise InputError("--min-nodes" if low is None else "--max-nodes", "give both or neither")
+    if low is None:
+        if given["autoscaler_params"] or given["node_price"] is not None:
+            raise InputError("--min-nodes", "autoscaler settings need --min-nodes and --max-nodes")
+        return None
+    return AutoscaleConfig(
+        low,
+        high,
+        given["autoscaler"],
+        given["autoscaler_params"],
+        given["startup_delay"],
+        given["node_price"],
+    )
+
+
+def values_of(config: SimConfig) -> dict[str, Any]:
+    """The flat settings of a SimConfig (a failure trace as the failures it holds)."""
+    out = {}
+    for s in SETTINGS:
+        head, _, tail = s.field.partition(".")
+        owner = getattr(config, head)
+        value = owner if not tail else (getattr(owner, tail) if owner is not None else s.default)
+        if s.name == "failure_trace":
+            value = value or None
+        elif s.name == "autoscaler_params":
+            value = dict(value)
+        out[s.name] = value
+    return out
+
+
+def with_settings(
+    config: SimConfig, overrides: Mapping[str, Any], seed: int = 0, nodes: int | None = None
+) -> SimConfig:
+    """``config`` with the flat settings ``overrides`` applied: only the fields they touch change
+    (a failure or autoscaling setting rebuilds its whole group, failures seeded with ``seed``)."""
+    if not overrides:
+        return config
+    built = build_config({**values_of(config), **overrides}, seed, nodes)
+    touched = {setting(name).field.partition(".")[0] for name in overrides}
+    return dataclasses.replace(config, **{f: getattr(built, f) for f in touched})
+
+
+def config_from_record(record: Mapping[str, Any]) -> SimConfig:
+    """The SimConfig a manifest's ``config`` records (``dataclasses.asdict`` of one); keys
+    this version does not know are ignored."""
+    values: dict[str, Any] = {}
+    for s in SETTINGS:
+        head, _, tail = s.field.partition(".")
+        if head not in record:
+            continue
+        owner = record[head]
+        if tail and owner is None:
+            continue
+        value = owner if not tail else owner.get(tail, s.default)
+        if s.name == "failure_trace":
+            value = tuple(Failure(**f) for f in value) or None
+        values[s.name] = value
+    failures = record.get("failures") or {}
+    return build_config(values, seed=int(failures.get("seed", 0)))
+
+
+def non_default(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat settings among ``values`` that differ from their defaults (converted)."""
+    out = {}
+    for name, value in values.items():
+        s = setting(name)
+        converted = s.convert(value)
+        default = s.convert(s.default) if s.default is not None else None
+        if converted != default:
+            out[name] = converted
+    return out
+
+
+def run_key(
+    *,
+    policy: str,
+    agent: str | None,
+    params: Mapping[str, Any],
+    workload: Mapping[str, Any],
+    profiles: str,
+    cluster: ClusterSpec,
+    config: SimConfig,
+    seed: int,
+) -> str:
+    """sha256 of everything a run's results depend on: policy, agent and parameters, the
+    workload's content (``workload``: hashes and how the jobs were drawn), the profiles'
+    content hash, every node group with its GPU type, every engine setting (a failure trace by
+    the failures it holds) and the seed. Two runs with one key give the same results."""
+    record = {
+        "key_version": KEY_VERSION,
+        "policy": policy,
+        "agent": agent,
+        "params": sorted([str(k), v] for k, v in params.items()),
+        "workload": dict(workload),
+        "profiles": profiles,
+        "cluster": [dataclasses.asdict(g) for g in cluster.groups],
+        "config": dataclasses.asdict(config),
+        "seed": seed,
+    }
+    text = json.dumps(record, sort_keys=True, default=str, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,115 @@
+"""The golden matrix: digests of small runs across the axes that meet (every policy on a
+homogeneous, a typed and a mixed-node-size cluster; failures and autoscaling under fixed,
+elastic and type-aware schedulers; every non-default batch agent under a fixed and an elastic
+scheduler). Small workloads, so the whole matrix runs in about a minute.
+
+Regenerating is a deliberate act: after a change that is meant to move results, run
+``python tests/golden_matrix.py``, check which keys changed (``git diff``), and name each
+changed key and the reason in the commit message. A key that changes without a reason is a
+bug."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).parent))
+from golden import canonical  # noqa: E402
+
+from goodput_sim import api  # noqa: E402
+from goodput_sim.agents import agent_class  # noqa: E402
+from goodput_sim.autoscale import AutoscaleConfig  # noqa: E402
+from goodput_sim.cluster import ClusterSpec, NodeGroup, parse_cluster  # noqa: E402
+from goodput_sim.engine import SimConfig  # noqa: E402
+from goodput_sim.failures import Failure, FailureModel  # noqa: E402
+from goodput_sim.policies import policy_class  # noqa: E402
+from goodput_sim.profiles import bundled_profiles_path, load_profiles  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MATRIX_FILE = Path(__file__).parent / "data" / "golden_matrix.json"
+POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput", "goodput-ga", "sia", "gavel")
+AGENTS = ("fixed", "goodput", "throughput", "critical-batch", "tail-weighted")
+PARAMS = {"goodput-ga": {"population": 10, "generations": 5}}  # seconds, not minutes, per run
+
+
+def _first_of_each(path: Path, per_app: int) -> pd.DataFrame:
+    jobs = pd.read_csv(path)
+    return jobs.groupby("application", sort=False).head(per_app).reset_index(drop=True)
+
+
+@cache
+def inputs(name: str) -> tuple[pd.DataFrame, dict, ClusterSpec]:
+    """(workload, profiles, cluster) of each setting the matrix runs on."""
+    plain = load_profiles(bundled_profiles_path())
+    default = _first_of_each(ROOT / "traces" / "workloads" / "default.csv", 2)
+    if name == "homogeneous":
+        return default, plain, ClusterSpec.uniform(8, 4)
+    if name == "mixed-node-size":
+        groups = (NodeGroup(2, 8), NodeGroup(4, 4), NodeGroup(2, 2))
+        return default, plain, ClusterSpec(groups)
+    if name == "sia-mix":
+        hetero = _first_of_each(ROOT / "traces" / "workloads" / "heterogeneous.csv", 1)
+        typed = load_profiles(ROOT / "traces" / "profiles-sia")
+        return hetero, typed, parse_cluster(ROOT / "configs" / "cluster-sia-default.yaml")
+    raise KeyError(name)
+
+
+FAILURE_TRACE = (Failure(1200.0, 0, 1800.0), Failure(2400.0, 2, 600.0), Failure(3600.0, 0, 900.0))
+DYNAMICS = {
+    "mtbf": SimConfig(failures=FailureModel(mtbf_hours=8.0, repair_hours=0.5, seed=3)),
+    "failure-trace": SimConfig(failures=FailureModel(trace=FAILURE_TRACE)),
+    "autoscale-utility": SimConfig(autoscale=AutoscaleConfig(2, 8, "utility")),
+    "autoscale-queue": SimConfig(autoscale=AutoscaleConfig(2, 8, "queue")),
+}
+
+
+def cases() -> dict[str, Callable[[], api.SimResult]]:
+    """Golden key -> the run it digests."""
+
+    def run(setting: str, policy: str, config=None, agent=None) -> Callable:
+        def go():
+            workload, profiles, cluster = inputs(setting)
+            return api.run(
+                policy, workload, profiles, cluster, config=config, agent=agent,
+                params=PARAMS.get(policy),
+            )
+
+        return go
+
+    out = {}
+    for setting in ("homogeneous", "sia-mix", "mixed-node-size"):
+        for policy in POLICIES:
+            out[f"{setting}/{policy}"] = run(setting, policy)
+    for dynamics, config in DYNAMICS.items():
+        for policy in ("tiresias", "goodput", "sia"):
+            out[f"homogeneous/{policy}/{dynamics}"] = run("homogeneous", policy, config)
+    for policy in ("tiresias", "goodput"):
+        default = policy_class(policy).default_agent
+        for agent in AGENTS:
+            if agent != agent_class(default).name:
+                out[f"sia-mix/{policy}/agent={agent}"] = run("sia-mix", policy, agent=agent)
+    return out
+
+
+def digest(result: api.SimResult) -> str:
+    """SHA-256 of the jobs and rounds tables as written, decimals at 8 significant digits."""
+    tables = result.jobs.to_csv(index=False, float_format="%.6f") + result.rounds.to_csv(
+        index=False
+    )
+    return hashlib.sha256(canonical(tables)).hexdigest()
+
+
+def main() -> None:
+    golden = {key: digest(go()) for key, go in sorted(cases().items())}
+    MATRIX_FILE.write_text(json.dumps(golden, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {len(golden)} digests to {MATRIX_FILE}")
+
+
+if __name__ == "__main__":
+    main()

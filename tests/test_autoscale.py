@@ -1,0 +1,207 @@
+"""Autoscaling that behaves: the autoscaler never preempts a fixed-size job to shrink (it once
+resized a one-job cluster 28 times), shrinks an idle cluster to ``--min-nodes``, smooths the
+utility rule over a window and holds the queue rule through a cool-down, and scales clusters of
+several node shapes, counting each node's own GPUs."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from goodput_sim import api
+from goodput_sim.autoscale import (
+    AutoscaleConfig,
+    QueueAutoscaler,
+    ScaleView,
+    UtilityAutoscaler,
+    pool_groups,
+)
+from goodput_sim.cluster import ClusterSpec, NodeGroup
+from goodput_sim.engine import SimConfig, Simulation, pool_cluster
+from goodput_sim.jobs import JobBelief
+from goodput_sim.policies import JobView
+from goodput_sim.policies.fifo import Fifo
+from goodput_sim.profiles import load_profiles
+
+HEADER = "name,time,application,num_replicas,batch_size\n"
+BIG = "cifar10,16,2048"  # one 16-GPU job: 4 nodes of 4 GPUs
+GAP = 30000.0  # seconds between the two jobs of the gap workload (8.3 hours)
+STARTUP = 120.0
+RULES = ("utility", "queue")
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return load_profiles()
+
+
+def _jobs(*rows: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(HEADER + "".join(row + "\n" for row in rows)))
+
+
+def _scaled(rule: str, low: int = 1, high: int = 8, **params) -> SimConfig:
+    scale = AutoscaleConfig(low, high, rule, tuple(sorted(params.items())), STARTUP)
+    return SimConfig(autoscale=scale)
+
+
+def _sizes(result, start: int) -> list[int]:
+    """Provisioned nodes at the start and at every recorded round."""
+    rounds = result.rounds
+    provisioned = rounds["nodes_up"] + rounds["nodes_starting"] + rounds["nodes_down"]
+    return [start, *provisioned.astype(int).tolist()]
+
+
+def _changes(sizes: list[int]) -> int:
+    return sum(a != b for a, b in zip(sizes, sizes[1:], strict=False))
+
+
+# ------------------------------------------------------------------------- fixed jobs, idle
+@pytest.mark.parametrize("rule", RULES)
+def test_one_fixed_job_is_never_preempted_to_shrink_the_cluster(rule, profiles):
+    """Tiresias holds a 16-GPU job on exactly 16 GPUs. The utility rule once judged that job's
+    utility too low, shrank the cluster under it (a preemption), the strand guard grew it back,
+    and so on every 4 rounds: 28 size changes, 14 restarts and a JCT of 3680 s. Now the cluster
+    grows once to the request and the job finishes as on a fixed 4x4 cluster, plus the nodes'
+    start-up delay."""
+    jobs = _jobs(f"big,0,{BIG}")
+    alone = api.run("tiresias", jobs, profiles, ClusterSpec.uniform(4, 4)).jobs.iloc[0]
+    result = api.run("tiresias", jobs, profiles, ClusterSpec.uniform(8, 4), config=_scaled(rule))
+    job = result.jobs.iloc[0]
+    assert job.restarts == 0
+    assert job.jct == pytest.approx(alone.jct + STARTUP, abs=1e-6)
+    assert _changes(_sizes(result, 1)) <= 2
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("policy", ["tiresias", "goodput"])
+def test_an_idle_cluster_shrinks_to_min_nodes_between_jobs(rule, policy, profiles):
+    """Two jobs 8.3 hours apart. With no active job the rules used not to run, so the cluster
+    stayed at the first job's size through the gap (36 node-hours, 33 of them idle). Now the
+    idle rounds go on until the cluster is at --min-nodes (1): the gap costs one node, plus the
+    rule's smoothing (a 15-round window, or a 5-round cool-down) at the old size, and the second
+    job is served as the first."""
+    cluster = ClusterSpec.uniform(8, 4)
+    one = api.run(policy, _jobs(f"a,0,{BIG}"), profiles, cluster, config=_scaled(rule))
+    two = api.run(
+        policy, _jobs(f"a,0,{BIG}", f"b,{GAP:.0f},{BIG}"), profiles, cluster, config=_scaled(rule)
+    )
+    assert two.jobs["finished"].all()
+    assert two.jobs["jct"].iloc[1] == pytest.approx(two.jobs["jct"].iloc[0], abs=1e-6)
+    smoothing = 8 * 16 * 60.0  # at most 8 nodes for 16 rounds before the shrink
+    bound = 2 * one.cluster_summary["node_hours"] + (GAP + smoothing) / 3600.0
+    assert two.cluster_summary["node_hours"] <= bound
+    assert two.cluster_summary["node_hours"] >= GAP / 3600.0 - 1  # one node through the gap
+
+
+# ---------------------------------------------------------------- smoothing and cool-down
+def _view(profiles, name: str, replicas: int, nodes: int, params=None, app: str = "cifar10"):
+    """A job as a rule sees it: ``replicas`` GPUs on node 0 (0: waiting), profiled if
+    ``params`` are given."""
+    limits = profiles[app].limits
+    belief = JobBelief(limits, params)
+    belief.refresh()
+    allocation = np.zeros(nodes, dtype=np.int64)
+    allocation[0] = replicas
+    return JobView(
+        name=name,
+        application=app,
+        arrival=0.0,
+        age=0.0,
+        attained_service=0.0,
+        num_restarts=0,
+        allocation=allocation,
+        requested_replicas=max(replicas, 1),
+        requested_batch=limits.init_batch_size,
+        limits=limits,
+        epoch=0,
+        belief=belief.view(),
+    )
+
+
+def test_the_utility_rule_acts_on_a_full_window_and_clears_it_after_a_resize(profiles):
+    rule = UtilityAutoscaler(window=4)
+    idle = ScaleView(6, (4,) * 8, ())  # utility 0: below low
+    assert [rule.target(idle) for _ in range(3)] == [6, 6, 6]  # the window is filling
+    assert rule.target(idle) == 1  # full window, average 0: shrink to the fewest nodes
+    assert rule.target(idle) == 6  # not applied (the engine kept 6): the window refills
+    # Resized to 2 nodes; 12 new jobs wait, each gaining 1 from its first GPU: utility 1.
+    waiting = tuple(_view(profiles, f"j{k}", 0, 8) for k in range(12))
+    busy = ScaleView(2, (4,) * 8, waiting)
+    assert [rule.target(busy) for _ in range(3)] == [2, 2, 2]
+    assert rule.target(busy) == 3  # above high: grow to the 12 GPUs worth their cost
+
+
+def test_the_queue_rule_shrinks_only_after_its_cooldown(profiles):
+    rule = QueueAutoscaler(cooldown=3)
+    running = ScaleView(6, (4,) * 8, (_view(profiles, "j", 4, 8),))  # needs one node
+    assert [rule.target(running) for _ in range(3)] == [6, 6, 6]
+    assert rule.target(running) == 1
+    waiting = ScaleView(1, (4,) * 8, (_view(profiles, "j", 4, 8), _view(profiles, "k", 0, 8)))
+    assert rule.target(waiting) == 2  # grows at once while a job waits
+    now_calm = ScaleView(2, (4,) * 8, (_view(profiles, "j", 4, 8),))
+    assert [rule.target(now_calm) for _ in range(4)] == [2, 2, 2, 1]
+
+
+@pytest.mark.parametrize(("rule", "param"), [("utility", "window"), ("queue", "cooldown")])
+def test_smoothing_parameters_are_declared_and_checked(rule, param):
+    with pytest.raises(Exception, match=param):
+        AutoscaleConfig(1, 4, rule, ((param, 0 if rule == "utility" else -1),))
+    assert AutoscaleConfig(1, 4, rule, ((param, 3),)).params == ((param, 3),)
+
+
+def test_each_utility_rule_keys_its_goodput_cache_by_the_node_shapes(profiles):
+    """The module-level cache keyed by (belief, cap, GPUs per node) is gone: each rule holds
+    its own, and a pool of 4-GPU nodes gives a job other speedups than one of 8-GPU nodes."""
+    jobs = _jobs("i,0,imagenet,1,256")
+    sim = Simulation(jobs, profiles, Fifo(), ClusterSpec.uniform(2, 4), SimConfig(oracle=True))
+    params = sim.jobs[0].belief.params
+    job = _view(profiles, "i", 2, 4, params, "imagenet")
+    rule = UtilityAutoscaler()
+    small = rule._speedups(job, 8, ScaleView(2, (4, 4, 4, 4), (job,)))
+    large = rule._speedups(job, 8, ScaleView(1, (8, 8), (job,)))
+    assert small[4] == pytest.approx(large[4])  # one node either way
+    assert not np.allclose(small[5:], large[5:])  # two nodes of 4 against one of 8
+    assert UtilityAutoscaler()._best_goodputs is not rule._best_goodputs
+
+
+# ---------------------------------------------------------------------- several node shapes
+def test_the_pool_repeats_the_cluster_groups_in_order():
+    a, b, c = NodeGroup(2, 8), NodeGroup(3, 4), NodeGroup(2, 2, "rtx")
+    assert pool_groups((a, b, c), 4) == (a, NodeGroup(2, 4))
+    assert pool_groups((a, b, c), 9) == (a, b, c, NodeGroup(2, 8))
+    assert pool_groups((a, b, c), 10) == (a, b, c, a, NodeGroup(1, 4))
+    assert pool_groups((NodeGroup(3, 4),), 16) == (NodeGroup(16, 4),)  # as ever for one shape
+    scale = AutoscaleConfig(1, 16)
+    assert pool_cluster(ClusterSpec.uniform(3, 4), scale) == ClusterSpec.uniform(16, 4)
+
+
+def test_nodes_for_counts_each_node_with_its_own_gpus():
+    view = ScaleView(2, (8, 2, 4, 4, 2), ())
+    assert view.provisioned_gpus == 10 and view.max_gpus == 20
+    gpus = (0, 1, 8, 9, 10, 11, 18, 19, 40)
+    assert [view.nodes_for(g) for g in gpus] == [0, 1, 1, 2, 2, 3, 4, 5, 5]
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("policy", ["tiresias", "goodput"])
+def test_autoscaling_a_cluster_of_several_node_shapes(rule, policy, profiles):
+    """Refused before; now the pool is 2x8 + 2x4 + 2x2 + 2x8 nodes (--max-nodes 8 from a
+    2x8 + 2x4 + 2x2 cluster), started in that order, and every round's GPUs up are recorded."""
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:20]
+    groups = (NodeGroup(2, 8), NodeGroup(2, 4), NodeGroup(2, 2))
+    result = api.run(policy, jobs, profiles, ClusterSpec(groups), config=_scaled(rule, 1, 8))
+    assert result.jobs["finished"].all()
+    assert [g["gpus_per_node"] for g in result.cluster["groups"]] == [8, 4, 2, 8]
+    rounds = result.rounds
+    sizes = _sizes(result, 1)
+    assert min(sizes) >= 1 and max(sizes) <= 8 and len(set(sizes)) > 1
+    assert (rounds["gpus_in_use"] <= rounds["gpus_up"]).all()
+    capacity = np.array([8, 8, 4, 4, 2, 2, 8, 8])
+    up = rounds["nodes_up"].to_numpy()
+    # Nodes start in pool order and the first ones are never all removed: GPUs up lie between
+    # those of the smallest and of the largest nodes that many.
+    assert (rounds["gpus_up"] <= [np.sort(capacity)[::-1][:n].sum() for n in up]).all()
+    assert (rounds["gpus_up"] >= [np.sort(capacity)[:n].sum() for n in up]).all()

@@ -1,0 +1,258 @@
+"""The run specification: every engine setting is declared once, and the CLI options, the
+``--config`` and experiment-file keys, SimConfig's checks and the manifest's replay all follow
+that declaration."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from goodput_sim import jsonio
+from goodput_sim.autoscale import AutoscaleConfig
+from goodput_sim.cli import main
+from goodput_sim.engine import SimConfig
+from goodput_sim.errors import InputError
+from goodput_sim.experiments.grid import load_experiment
+from goodput_sim.failures import Failure, FailureModel
+from goodput_sim.spec import (
+    BY_NAME,
+    SETTINGS,
+    build_config,
+    config_from_record,
+    run_key,
+    values_of,
+    with_settings,
+)
+
+SMALL = (
+    "name,time,application,num_replicas,batch_size\n"
+    "ncf-0,0,ncf,1,32768\ncifar10-1,30,cifar10,4,2048\nncf-2,60,ncf,1,32768\n"
+)
+INPUTS = {"config", "workload", "profiles", "cluster", "seed", "agent", "params", "manifest"}
+INPUTS |= {"policy", "policies", "out", "force", "quiet", "format", "fmt", "workers"}
+
+# A value other than the default for every setting.
+OTHER = {
+    "interval": 120.0,
+    "restart_delay": 10.0,
+    "interference": 0.25,
+    "horizon": 900.0,
+    "oracle": True,
+    "max_wall": 600.0,
+    "placement_order": "node",
+    "mtbf": 24.0,
+    "repair_hours": 2.0,
+    "repair": "exponential",
+    "failure_trace": "trace.csv",
+    "checkpoint_interval": 600.0,
+    "min_nodes": 2,
+    "max_nodes": 4,
+    "autoscaler": "queue",
+    "startup_delay": 60.0,
+    "node_price": 2.5,
+    "autoscaler_params": {"slack_nodes": 1},
+}
+
+
+def _beside(name: str) -> dict:
+    """The settings ``name`` needs beside it to take effect (failures on, autoscaling on)."""
+    group = BY_NAME[name].group
+    if group == "failures" and name not in ("mtbf", "failure_trace"):
+        return {"mtbf": 12.0}
+    if group == "autoscale":
+        return {"min_nodes": 1, "max_nodes": 3} | (
+            {"autoscaler": "queue"} if name == "autoscaler_params" else {}
+        )
+    return {}
+
+
+def test_every_setting_has_a_value_in_this_test():
+    assert set(OTHER) == {s.name for s in SETTINGS}
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_the_engine_options_are_exactly_the_declared_settings(command):
+    params = {p.name: p for p in main.commands[command].params}
+    options = {s.name: s for s in SETTINGS if s.option}
+    assert set(params) - INPUTS == set(options)
+    for name, setting in options.items():
+        assert params[name].opts == [setting.flag]
+        assert params[name].default == setting.default
+
+
+def test_the_declared_ranges_are_the_ones_simconfig_enforces():
+    for setting in SETTINGS:
+        if setting.group is not None or setting.kind not in (float, int):
+            continue
+        for bound, is_open, step in (
+            (setting.low, setting.open_low, -1),
+            (setting.high, setting.open_high, 1),
+        ):
+            if bound is None:
+                continue
+            outside = bound if is_open else bound + step * max(1.0, abs(bound) * 1e-9)
+            with pytest.raises(InputError, match=setting.flag):
+                SimConfig(**{setting.field: outside})
+            if not is_open:
+                SimConfig(**{setting.field: bound})
+
+
+@pytest.mark.parametrize(
+    "setting", [s for s in SETTINGS if s.group is not None and s.kind in (float, int)]
+)
+def test_nested_ranges_are_the_ones_their_classes_enforce(setting):
+    """Failure and autoscaling fields are checked by FailureModel and AutoscaleConfig (whose
+    messages name the option); the declared range must be theirs."""
+    base = {"mtbf": 5.0} if setting.group == "failures" else {"min_nodes": 1, "max_nodes": 4}
+    step = 1 if setting.kind is int else 0.5
+    for bound, is_open, sign in (
+        (setting.low, setting.open_low, -1),
+        (setting.high, setting.open_high, 1),
+    ):
+        if bound is None:
+            continue
+        outside = bound if is_open else bound + sign * step
+        inside = bound - sign * step if is_open else bound
+        with pytest.raises(InputError):
+            build_config({**base, setting.name: outside})
+        build_config({**base, setting.name: inside})
+
+
+def test_a_recorded_config_rebuilds_exactly():
+    """The manifest records ``asdict`` of the config; its replay rebuilds the same config, and
+    the flat settings of a config build it back."""
+    config = SimConfig(
+        interval=120.0,
+        restart_delay=10.0,
+        interference=0.25,
+        horizon=900.0,
+        oracle=True,
+        placement_order="node",
+        max_wall=60.0,
+        failures=FailureModel(None, 2.0, "exponential", (Failure(10.0, 1, 60.0),), 7),
+        checkpoint_interval=600.0,
+        autoscale=AutoscaleConfig(1, 4, "queue", (("slack_nodes", 1),), 60.0, 2.5),
+    )
+    record = json.loads(jsonio.dumps(dataclasses.asdict(config)))
+    assert config_from_record(record) == config
+    assert build_config(values_of(config), seed=7) == config
+    assert config_from_record({**record, "from_a_later_version": 1}) == config
+    assert build_config({}) == SimConfig()
+
+
+def test_applying_settings_changes_only_the_fields_they_touch():
+    scale = AutoscaleConfig(1, 4, "utility", (("low", "0.4"),))
+    config = SimConfig(interval=30, autoscale=scale)
+    changed = with_settings(config, {"mtbf": 12.0}, seed=3)
+    assert changed.failures == FailureModel(12.0, seed=3)
+    assert changed.autoscale is scale and changed.interval == 30  # untouched, not rebuilt
+    assert with_settings(config, {}) is config
+
+
+def _run_key(**change) -> str:
+    from goodput_sim.cluster import ClusterSpec
+
+    inputs = dict(
+        policy="fifo",
+        agent=None,
+        params={},
+        workload={"file_sha256": "a", "load": 1.0},
+        profiles="b",
+        cluster=ClusterSpec.uniform(4, 4, "aws"),
+        config=SimConfig(),
+        seed=0,
+    )
+    return run_key(**{**inputs, **change})
+
+
+def test_the_run_key_changes_with_every_input():
+    from goodput_sim.cluster import ClusterSpec
+
+    same = _run_key()
+    assert _run_key() == same
+    for change in (
+        {"policy": "tiresias"},
+        {"agent": "fixed"},
+        {"params": {"p": -1}},
+        {"workload": {"file_sha256": "c", "load": 1.0}},
+        {"workload": {"file_sha256": "a", "load": 2.0}},
+        {"profiles": "d"},
+        {"cluster": ClusterSpec.uniform(4, 4, "rtx")},
+        {"cluster": ClusterSpec.uniform(2, 8, "aws")},
+        {"seed": 1},
+        {"config": SimConfig(failures=FailureModel(trace=(Failure(1.0, 0, 5.0),)))},
+        {"config": SimConfig(failures=FailureModel(trace=(Failure(1.0, 0, 6.0),)))},
+    ):
+        assert _run_key(**change) != same, change
+
+
+@pytest.mark.parametrize("name", sorted(OTHER))
+def test_the_run_key_changes_with_every_setting(name, tmp_path):
+    value = str(_trace(tmp_path)) if name == "failure_trace" else OTHER[name]
+    base = build_config(_beside(name))
+    changed = build_config({**_beside(name), name: value}, nodes=4)
+    assert changed != base
+    assert _run_key(config=changed) != _run_key(config=base)
+
+
+def _trace(folder: Path) -> Path:
+    path = folder / "trace.csv"
+    path.write_text("time,node,duration\n100,0,600\n")
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(OTHER))
+def test_every_setting_is_an_experiment_file_key(name, tmp_path):
+    (tmp_path / "jobs.csv").write_text(SMALL)
+    _trace(tmp_path)
+    settings = {**_beside(name), name: OTHER[name]}
+    path = tmp_path / "e.yaml"
+    if name == "interval":
+        path.write_text("policies: [fifo]\nworkloads: [jobs.csv]\nintervals: [120]\n")
+        assert load_experiment(path).intervals == [120.0]
+        return
+    path.write_text(f"policies: [fifo]\nworkloads: [jobs.csv]\nsettings: {json.dumps(settings)}\n")
+    if name == "failure_trace":
+        settings[name] = str(tmp_path / "trace.csv")  # read from the experiment's folder
+    expected = build_config(settings, nodes=16)
+    assert load_experiment(path).config == expected != build_config(_beside(name))
+
+
+def test_settings_given_as_lists_are_axes(tmp_path):
+    (tmp_path / "jobs.csv").write_text(SMALL)
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "policies: [fifo]\nworkloads: [jobs.csv]\nseeds: [0, 1]\n"
+        "settings: {restart_delay: [10, 20, 30], oracle: [false, true], mtbf: 5}\n"
+    )
+    experiment = load_experiment(path)
+    assert experiment.runs == 2 * 3 * 2
+    assert experiment.settings == {
+        "restart_delay": [10.0, 20.0, 30.0],
+        "oracle": [False, True],
+        "mtbf": [5.0],
+    }
+    assert experiment.config.failures == FailureModel(5.0)
+
+
+def test_every_setting_is_a_config_file_key(tmp_path):
+    """One ``--config`` file sets every setting (failures by MTBF); the manifest records the
+    config the declarations build from them."""
+    (tmp_path / "jobs.csv").write_text(SMALL)
+    values = {k: v for k, v in OTHER.items() if k not in ("failure_trace", "max_wall")}
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        json.dumps({"policy": "fifo", "workload": str(tmp_path / "jobs.csv"), **values})
+    )
+    out = tmp_path / "o"
+    result = CliRunner().invoke(
+        main, ["run", "--config", str(config), "--cluster", "2x4", "--out", str(out), "--quiet"]
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    wanted = build_config({**values, "autoscaler_params": {"slack_nodes": "1"}})  # as text
+    assert config_from_record(manifest["config"]) == wanted
