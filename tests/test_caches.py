@@ -25,7 +25,7 @@ from goodput_sim.policies import JobView, Snapshot, get_policy
 from goodput_sim.policies.elastic import Goodput, best_goodputs
 from goodput_sim.policies.gavel import Gavel
 from goodput_sim.policies.optimus import Optimus, _gpu_type
-from goodput_sim.policies.placement import keep_or_fill, node_shapes, packed_on
+from goodput_sim.policies.placement import keep_or_fill, type_nodes
 from goodput_sim.policies.problem import AllocationProblem
 from goodput_sim.policies.sia import Sia
 from goodput_sim.profiles import load_profiles
@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
 # Two GPU types of two node sizes: 4-GPU aws nodes and one 8-GPU rtx node.
 TYPED = ClusterSpec((NodeGroup(2, 4, "aws"), NodeGroup(1, 8, "rtx")))
+# aws nodes of 8 and 2 GPUs: which are up changes a job's best placement.
+UNEQUAL = ClusterSpec((NodeGroup(1, 8, "aws"), NodeGroup(1, 2, "aws"), NodeGroup(1, 8, "rtx")))
 JOBS = pd.DataFrame(
     [
         ("cifar10-a", 0, "cifar10", 4, 2048),
@@ -116,31 +118,33 @@ class Forgetful(dict):
 def test_optimus_iteration_times_follow_every_input(typed):
     policy = Optimus()
     by_type = truths(typed)
-    aws = node_shapes(TYPED, "aws")
-    cases = [  # (truth, batch, replicas, shapes): each differs from the first in one input
-        (by_type["aws"], 2048, 4, aws),
-        (by_type["rtx"], 2048, 4, aws),  # the GPU type (another true profile)
-        (by_type["aws"], 4096, 4, aws),  # the batch
-        (by_type["aws"], 2048, 6, aws),  # the GPUs
-        (by_type["aws"], 2048, 6, node_shapes(TYPED, "rtx")),  # the node shape: (6,) not (4, 2)
+    aws = type_nodes(TYPED, "aws")
+    cases = [  # (truth, batch, GPUs, nodes): each differs from the first in one input
+        (by_type["aws"], 2048, 6, aws),
+        (by_type["rtx"], 2048, 6, aws),  # the GPU type (another true profile)
+        (by_type["aws"], 4096, 6, aws),  # the batch
+        (by_type["aws"], 2048, 5, aws),  # the GPUs
+        (by_type["aws"], 2048, 6, type_nodes(TYPED, "rtx")),  # the nodes: (6,), not (4, 2)
+        (by_type["aws"], 2048, 6, type_nodes(UNEQUAL.with_offline({0}), "aws")),  # (2, 2, 2)
     ]
     values = []
-    for truth, batch, replicas, shapes in cases:
-        got = policy._iteration_time(view(truth, batch), replicas, shapes)
-        assert got == seconds(truth, batch, packed_on(replicas, shapes))
+    for truth, batch, replicas, nodes in cases:
+        got = policy._iteration_time(view(truth, batch), replicas, nodes)
+        assert got == seconds(truth, batch, nodes.packed_layout(replicas))
         values.append(got)
     assert len(set(values)) == len(values)
 
 
-def test_optimus_packs_a_job_onto_the_nodes_of_its_own_type(typed):
-    assert node_shapes(TYPED) == ((8, 1), (4, 2))
-    assert node_shapes(TYPED, "aws") == ((4, 2),)
-    assert packed_on(8, node_shapes(TYPED, "aws")) == (4, 4)
-    assert packed_on(8, node_shapes(TYPED, "rtx")) == (8,)
-    assert packed_on(10, node_shapes(TYPED)) == (8, 2)
-    assert packed_on(20, node_shapes(TYPED)) == (8, 4, 4, 4)  # past the nodes: largest shape
-    uniform = node_shapes(ClusterSpec.uniform(16, 4))
-    assert all(packed_on(r, uniform) == packed_placement(r, 4) for r in range(1, 80))
+def test_optimus_packs_a_job_onto_the_nodes_up_of_its_own_type(typed):
+    assert type_nodes(TYPED, "aws").packed_layout(8) == (4, 4)
+    assert type_nodes(TYPED, "rtx").packed_layout(8) == (8,)
+    assert type_nodes(TYPED, None).packed_layout(10) == (8, 2)
+    assert type_nodes(UNEQUAL, "aws").packed_layout(6) == (6,)
+    assert type_nodes(UNEQUAL.with_offline({0}), "aws").packed_layout(6) == (2, 2, 2)
+    assert type_nodes(TYPED.with_offline({2}), "rtx") == TYPED.with_offline({2})  # none up
+    uniform = ClusterSpec.uniform(16, 4)
+    assert type_nodes(uniform, "T4") is uniform
+    assert all(uniform.packed_layout(r) == packed_placement(r, 4) for r in range(1, 80))
     by_type = truths(typed)
     running = view(by_type["rtx"], gpu_type="rtx")
     waiting = view(by_type["rtx"], type_truths=MappingProxyType(by_type))
@@ -191,8 +195,9 @@ def test_gavel_speeds_follow_the_true_profile_and_placement(typed):
     values = []
     for mapping, batch, replicas, cluster in cases:
         job = view(by_type["aws"], batch, replicas, type_truths=MappingProxyType(mapping))
-        got = policy._speed(job, "aws", cluster)
-        placement = packed_on(replicas, node_shapes(cluster, "aws"))
+        nodes = type_nodes(cluster, "aws")
+        got = policy._speed(job, "aws", nodes)
+        placement = nodes.packed_layout(replicas)
         truth = mapping["aws"]
         assert got == 1.0 / (seconds(truth, batch, placement) * truth.slowdown)
         values.append(got)

@@ -17,7 +17,7 @@ from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.gavel_lp import RoundScheduler, max_min_fair_allocation
-from goodput_sim.policies.placement import keep_or_fill, node_shapes, packed_on
+from goodput_sim.policies.placement import keep_or_fill, type_nodes
 from goodput_sim.profiles.base import iteration_seconds
 
 
@@ -46,7 +46,8 @@ class Gavel(Policy):
         cluster = snapshot.cluster
         types = cluster.type_order
         capacity = cluster.type_capacity()
-        throughput = np.array([[self._speed(job, t, cluster) for t in types] for job in jobs])
+        nodes = {t: type_nodes(cluster, t) for t in types}
+        throughput = np.array([[self._speed(job, t, nodes[t]) for t in types] for job in jobs])
         replicas = [job.requested_replicas for job in jobs]
         x = max_min_fair_allocation(throughput, replicas, capacity)
         names = [job.name for job in jobs]
@@ -59,13 +60,13 @@ class Gavel(Policy):
         placed = keep_or_fill(scheduled, counts, cluster, on_type)
         return Decision(placed.allocations)  # node ids in order, not the fill order
 
-    def _speed(self, job: JobView, gpu_type: str, cluster: ClusterSpec) -> float:
+    def _speed(self, job: JobView, gpu_type: str, nodes: ClusterSpec) -> float:
         """Optimizer steps per second of the job at its requested size and batch on
-        ``gpu_type`` (packed onto that type's nodes, largest first), from ground truth (whether
-        it fits the GPUs up now is the linear program's concern, round by round)."""
+        ``gpu_type``, packed onto ``nodes`` (that type's nodes up, largest first), from ground
+        truth (whether it fits the GPUs free now is the linear program's concern)."""
         truth = (job.type_truths or {}).get(gpu_type, job.truth)
         replicas = job.requested_replicas
-        placement = packed_on(replicas, node_shapes(cluster, gpu_type))
+        placement = nodes.packed_layout(replicas)
         key = (truth, job.requested_batch, placement)
         if key not in self._speeds:
             b, s = fixed_batch_config(job.requested_batch, replicas, truth.limits, True)

@@ -1,15 +1,16 @@
 """Optimus+Oracle (+TunedJobs): fixed batch, GPUs handed out one at a time to the job whose
 remaining time drops most, with remaining work and step times read from the true profile
 (SPEC 7.1; Peng et al., EuroSys'18). A job's step time at r GPUs is read at r packed onto the
-nodes of its GPU type, largest first (:func:`~goodput_sim.policies.placement.packed_on`)."""
+nodes up of its GPU type, largest first (:func:`~goodput_sim.policies.placement.type_nodes`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from goodput_sim.cluster import ClusterSpec
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
-from goodput_sim.policies.placement import Shapes, keep_or_fill, node_shapes, packed_on
+from goodput_sim.policies.placement import keep_or_fill, type_nodes
 from goodput_sim.profiles.base import iteration_seconds
 
 
@@ -38,7 +39,7 @@ class Optimus(Policy):
                 free -= 1
         remaining = {job.name: self._remaining_iterations(job) for job in jobs}
         types = {job.name: _gpu_type(job) for job in jobs}
-        shapes = {job.name: node_shapes(cluster, types[job.name]) for job in jobs}
+        nodes = {t: type_nodes(cluster, t) for t in set(types.values())}
         # A job never spans two GPU types: no count beyond the GPUs of the largest type.
         one_type = int(cluster.type_capacity().max()) if cluster.mixed else total
         caps = {
@@ -52,8 +53,8 @@ class Optimus(Policy):
             r = counts[job.name]
             if r == 0 or r + 1 > caps[job.name]:
                 return 0.0
-            shape = shapes[job.name]
-            t = self._iteration_time(job, r, shape) - self._iteration_time(job, r + 1, shape)
+            mine = nodes[types[job.name]]
+            t = self._iteration_time(job, r, mine) - self._iteration_time(job, r + 1, mine)
             return t * remaining[job.name]
 
         gains = np.array([gain(job) for job in jobs])
@@ -78,11 +79,11 @@ class Optimus(Policy):
         iters = job.truth.iterations(job.requested_batch, np.array([completion, job.epoch]))
         return float(iters[0] - iters[1])
 
-    def _iteration_time(self, job: JobView, replicas: int, shapes: Shapes) -> float:
+    def _iteration_time(self, job: JobView, replicas: int, nodes: ClusterSpec) -> float:
         """True seconds per iteration of ``job`` at its requested batch on ``replicas`` GPUs
-        packed onto nodes of ``shapes``."""
+        packed onto the nodes up of ``nodes``, largest first."""
         truth = job.truth
-        placement = packed_on(replicas, shapes)
+        placement = nodes.packed_layout(replicas)
         key = (truth, job.requested_batch, placement)
         cache = self._time_cache
         if key not in cache:

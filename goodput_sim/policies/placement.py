@@ -5,40 +5,19 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec, packed_placement
+from goodput_sim.cluster import ClusterSpec
 from goodput_sim.policies.base import Decision, JobView
 
-Shapes = tuple[tuple[int, int], ...]
-"""(GPUs per node, nodes) pairs, largest nodes first."""
 
-
-def node_shapes(cluster: ClusterSpec, gpu_type: str | None = None) -> Shapes:
-    """(GPUs per node, nodes) of the cluster's machines of ``gpu_type`` (all of them without
-    one), largest nodes first, up or not: the machines a placement estimate packs onto."""
-    counts: dict[int, int] = {}
-    for group in cluster.groups:
-        if gpu_type is None or group.gpu_type == gpu_type:
-            counts[group.gpus_per_node] = counts.get(group.gpus_per_node, 0) + group.nodes
-    return tuple(sorted(counts.items(), reverse=True))
-
-
-def packed_on(replicas: int, shapes: Shapes) -> tuple[int, ...]:
-    """The placement of ``replicas`` GPUs packed onto the nodes ``shapes`` describes (from
-    :func:`node_shapes`), largest first: full nodes, then the rest on one more node; past the
-    last node, more nodes of the largest shape. On a cluster of one node shape this is
-    :func:`~goodput_sim.cluster.packed_placement`."""
-    out: list[int] = []
-    left = replicas
-    for gpus, nodes in shapes:
-        full = min(left // gpus, nodes)
-        out += [gpus] * full
-        left -= full * gpus
-        if left and full < nodes:  # a node of this shape holds the rest
-            out.append(left)
-            left = 0
-        if not left:
-            break
-    return tuple(out) + (packed_placement(left, shapes[0][0]) if left else ())
+def type_nodes(cluster: ClusterSpec, gpu_type: str | None) -> ClusterSpec:
+    """The cluster with only the nodes of ``gpu_type`` up: where a job of that type is placed
+    (its ``packed_layout`` is the job's placement at best). The cluster itself without a type,
+    on a cluster of one type, or when no node of the type is up."""
+    if gpu_type is None or not cluster.mixed:
+        return cluster
+    others = {n for n, t in enumerate(cluster.gpu_types) if t != gpu_type}
+    mine = cluster.with_offline(cluster.offline | others)
+    return mine if mine.total_gpus else cluster
 
 
 def fill_most_free(
