@@ -181,6 +181,12 @@ class Simulation:
         )
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
+        self.policy.bind(self)  # last, once nothing above can fail: state of this run only
+        self.agent.bind(self)
+
+    def has_started(self) -> bool:
+        """Whether :meth:`run` has been called (the policy and agent may then be rebound)."""
+        return self.env.now > 0 or self.env.peek() < float("inf")
 
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:

@@ -8,7 +8,6 @@ the Pollux paper's 0.5x-2x load experiment does. The provenance goes into the ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,8 @@ class WorkloadSource:
         preset = wl.PRESETS[settings.get("preset", "default")]
         num_jobs = max(1, round(load * settings.get("jobs", preset.num_jobs)))
         drawn = settings.get("seed", preset.seed) + seed
-        stats = _stats(settings.get("stats") or str(wl.bundled_path("philly_stats.yaml")))
+        # Read for every run (a few milliseconds), so an edited statistics file is never stale.
+        stats = wl.load_philly_stats(settings.get("stats") or wl.bundled_path("philly_stats.yaml"))
         jobs = wl.generate_workload(
             stats,
             num_jobs=num_jobs,
@@ -71,11 +71,6 @@ class WorkloadSource:
         )
         made = {"kind": "generated", **settings, "load": load, "jobs": num_jobs}
         return jobs, {**made, "generator_seed": drawn}
-
-
-@lru_cache(maxsize=8)
-def _stats(path: str) -> dict[str, Any]:
-    return wl.load_philly_stats(path)
 
 
 def checked_generate(settings: object, source: str | Path, where: str) -> tuple:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.binding import SimulationBound
 from goodput_sim.errors import InputError
 from goodput_sim.jobs import BeliefView
 from goodput_sim.models.goodput import fixed_batch_config
@@ -25,8 +26,10 @@ BatchPlan = tuple[NDArray, NDArray]
 """(per-GPU batch, accumulation steps) for each upcoming epoch."""
 
 
-class BatchAgent(ABC):
-    """Base class of every batch agent; subclasses set ``name`` and implement :meth:`configs`."""
+class BatchAgent(SimulationBound, ABC):
+    """Base class of every batch agent; subclasses set ``name`` and implement :meth:`configs`.
+    A simulation binds its agent when it is built, as it binds its policy
+    (:meth:`~goodput_sim.binding.SimulationBound.bind`)."""
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()

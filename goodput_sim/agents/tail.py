@@ -47,7 +47,7 @@ class TailWeighted(BatchAgent):
 
     def __init__(self, **values):
         super().__init__(**values)
-        self._noise_blind = functools.lru_cache(maxsize=4096)(self._noise_blind_plan)
+        self._noise_blind = functools.lru_cache(maxsize=4096)(_noise_blind_plan)
 
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
         lim = belief.limits
@@ -59,7 +59,8 @@ class TailWeighted(BatchAgent):
         low, high = float(lim.init_batch_size), float(lim.max_batch_size)
         static = float(np.clip(requested_batch, low, high))
         if self.values["window"]:  # causal: the same as the noise-blind plan, memoised
-            steps = self._noise_blind(schedule, lim.max_epochs, upcoming, static, low, high)
+            args = (schedule, per_epoch, lim.max_epochs, upcoming, static, low, high)
+            steps = self._noise_blind(*args)
         else:
             rates = learning_rates(schedule, lim.max_epochs * per_epoch)[-upcoming * per_epoch :]
             noise = np.repeat(lim.init_batch_size * np.asarray(grad_var, np.float64), per_epoch)
@@ -68,10 +69,22 @@ class TailWeighted(BatchAgent):
         total = np.clip(epoch_batch, max(low, lim.min_local_bsz * replicas), high)
         return fixed_batch_configs(np.round(total), replicas, lim)
 
-    def _noise_blind_plan(self, schedule, epochs, upcoming, static, low, high) -> np.ndarray:
-        per_epoch = self.values["steps_per_epoch"]
-        rates = learning_rates(schedule, epochs * per_epoch)[-upcoming * per_epoch :]
-        return noise_blind_batches(rates, static * len(rates), low, high)
-
     def depends_on(self, belief):
         return None  # only the job's measured statistics, passed per epoch
+
+
+def _noise_blind_plan(
+    schedule: str,
+    per_epoch: int,
+    epochs: int,
+    upcoming: int,
+    static: float,
+    low: float,
+    high: float,
+) -> np.ndarray:
+    """Per-step batches of the causal plan over the last ``upcoming`` of ``epochs`` epochs
+    (read-only: it is memoised by every argument)."""
+    rates = learning_rates(schedule, epochs * per_epoch)[-upcoming * per_epoch :]
+    batches = np.array(noise_blind_batches(rates, static * len(rates), low, high), dtype=float)
+    batches.flags.writeable = False
+    return batches

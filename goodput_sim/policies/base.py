@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.binding import SimulationBound
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.errors import InputError
 from goodput_sim.jobs import BeliefView
@@ -138,8 +139,12 @@ class Decision:
         return rows
 
 
-class Policy(ABC):
-    """Base class of every scheduling policy; see the module docstring for the contract."""
+class Policy(SimulationBound, ABC):
+    """Base class of every scheduling policy; see the module docstring for the contract.
+
+    A simulation binds its policy when it is built (:meth:`~SimulationBound.bind`): the policy
+    returns to its state as constructed, so state it keeps between rounds must live in
+    attributes its constructor creates."""
 
     name: ClassVar[str]
     needs_oracle: ClassVar[bool] = False

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from goodput_sim.cluster import ClusterSpec, packed_placement
+from goodput_sim.cluster import ClusterSpec
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.gavel_lp import RoundScheduler, max_min_fair_allocation
-from goodput_sim.policies.placement import keep_or_fill
+from goodput_sim.policies.placement import keep_or_fill, type_nodes
 from goodput_sim.profiles.base import iteration_seconds
 
 
@@ -34,7 +34,7 @@ class Gavel(Policy):
         super().__init__(seed, **values)
         self._rounds = RoundScheduler()
         self._next = 0.0
-        self._speeds: dict[tuple, float] = {}
+        self._speeds: dict[tuple, float] = {}  # per (true profile, batch, placement)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = list(snapshot.jobs)
@@ -46,7 +46,8 @@ class Gavel(Policy):
         cluster = snapshot.cluster
         types = cluster.type_order
         capacity = cluster.type_capacity()
-        throughput = np.array([[self._speed(job, t, cluster) for t in types] for job in jobs])
+        nodes = {t: type_nodes(cluster, t) for t in types}
+        throughput = np.array([[self._speed(job, t, nodes[t]) for t in types] for job in jobs])
         replicas = [job.requested_replicas for job in jobs]
         x = max_min_fair_allocation(throughput, replicas, capacity)
         names = [job.name for job in jobs]
@@ -59,17 +60,16 @@ class Gavel(Policy):
         placed = keep_or_fill(scheduled, counts, cluster, on_type)
         return Decision(placed.allocations)  # node ids in order, not the fill order
 
-    def _speed(self, job: JobView, gpu_type: str, cluster: ClusterSpec) -> float:
+    def _speed(self, job: JobView, gpu_type: str, nodes: ClusterSpec) -> float:
         """Optimizer steps per second of the job at its requested size and batch on
-        ``gpu_type``, from ground truth (whether it fits the GPUs up now is the linear
-        program's concern, round by round)."""
-        per_node = cluster.gpus_per_node_of(gpu_type)
-        key = (job.application, job.requested_replicas, job.requested_batch, gpu_type, per_node)
+        ``gpu_type``, packed onto ``nodes`` (that type's nodes up, largest first), from ground
+        truth (whether it fits the GPUs free now is the linear program's concern)."""
+        truth = (job.type_truths or {}).get(gpu_type, job.truth)
+        replicas = job.requested_replicas
+        placement = nodes.packed_layout(replicas)
+        key = (truth, job.requested_batch, placement)
         if key not in self._speeds:
-            truth = (job.type_truths or {}).get(gpu_type, job.truth)
-            replicas = job.requested_replicas
             b, s = fixed_batch_config(job.requested_batch, replicas, truth.limits, True)
-            placement = packed_placement(replicas, per_node)
             step, sync = truth.step_sync(placement, np.array([float(b)]))
             seconds = float(iteration_seconds(step, sync, np.array([s]))[0])
             self._speeds[key] = 1.0 / (seconds * truth.slowdown)

@@ -1,15 +1,16 @@
 """Optimus+Oracle (+TunedJobs): fixed batch, GPUs handed out one at a time to the job whose
 remaining time drops most, with remaining work and step times read from the true profile
-(SPEC 7.1; Peng et al., EuroSys'18)."""
+(SPEC 7.1; Peng et al., EuroSys'18). A job's step time at r GPUs is read at r packed onto the
+nodes up of its GPU type, largest first (:func:`~goodput_sim.policies.placement.type_nodes`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from goodput_sim.cluster import packed_placement
+from goodput_sim.cluster import ClusterSpec
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
-from goodput_sim.policies.placement import keep_or_fill
+from goodput_sim.policies.placement import keep_or_fill, type_nodes
 from goodput_sim.profiles.base import iteration_seconds
 
 
@@ -23,11 +24,12 @@ class Optimus(Policy):
 
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
-        self._time_cache: dict[tuple, float] = {}  # iteration seconds per (app, batch, GPUs)
+        # Iteration seconds per (true profile, batch, placement): everything they are read from.
+        self._time_cache: dict[tuple, float] = {}
 
     def allocate(self, snapshot: Snapshot) -> Decision:
-        gpus = snapshot.cluster.gpus_per_node
-        total = snapshot.cluster.total_gpus
+        cluster = snapshot.cluster
+        total = cluster.total_gpus
         jobs = list(snapshot.jobs)
         counts = {job.name: 0 for job in jobs}
         free = total
@@ -36,8 +38,14 @@ class Optimus(Policy):
                 counts[job.name] = 1
                 free -= 1
         remaining = {job.name: self._remaining_iterations(job) for job in jobs}
+        types = {job.name: _gpu_type(job) for job in jobs}
+        nodes = {t: type_nodes(cluster, t) for t in set(types.values())}
+        # A job never spans two GPU types: no count beyond the GPUs of the largest type.
+        one_type = int(cluster.type_capacity().max()) if cluster.mixed else total
         caps = {
-            job.name: job.limits.cap(max(job.requested_batch // job.limits.min_local_bsz, 1))
+            job.name: min(
+                job.limits.cap(max(job.requested_batch // job.limits.min_local_bsz, 1)), one_type
+            )
             for job in jobs
         }
 
@@ -45,7 +53,8 @@ class Optimus(Policy):
             r = counts[job.name]
             if r == 0 or r + 1 > caps[job.name]:
                 return 0.0
-            t = self._iteration_time(job, r, gpus) - self._iteration_time(job, r + 1, gpus)
+            mine = nodes[types[job.name]]
+            t = self._iteration_time(job, r, mine) - self._iteration_time(job, r + 1, mine)
             return t * remaining[job.name]
 
         gains = np.array([gain(job) for job in jobs])
@@ -54,7 +63,13 @@ class Optimus(Policy):
             counts[jobs[best].name] += 1
             free -= 1
             gains[best] = gain(jobs[best])
-        return keep_or_fill(sorted(jobs, key=lambda j: counts[j.name]), counts, snapshot.cluster)
+        # On several GPU types a resized or waiting job is placed on the type its estimate is
+        # for, if that has room (else where a type-blind fill puts it), so that the estimate and
+        # the placement agree and a job does not move between types at every round.
+        order = cluster.type_order
+        prefer = {name: order.index(t) for name, t in types.items() if t is not None}
+        ranked = sorted(jobs, key=lambda j: counts[j.name])
+        return keep_or_fill(ranked, counts, cluster, prefer=prefer)
 
     @staticmethod
     def _remaining_iterations(job: JobView) -> float:
@@ -64,13 +79,28 @@ class Optimus(Policy):
         iters = job.truth.iterations(job.requested_batch, np.array([completion, job.epoch]))
         return float(iters[0] - iters[1])
 
-    def _iteration_time(self, job: JobView, replicas: int, gpus_per_node: int) -> float:
+    def _iteration_time(self, job: JobView, replicas: int, nodes: ClusterSpec) -> float:
+        """True seconds per iteration of ``job`` at its requested batch on ``replicas`` GPUs
+        packed onto the nodes up of ``nodes``, largest first."""
+        truth = job.truth
+        placement = nodes.packed_layout(replicas)
+        key = (truth, job.requested_batch, placement)
         cache = self._time_cache
-        key = (job.application, job.requested_batch, replicas, gpus_per_node)
         if key not in cache:
             b, s = fixed_batch_config(
-                job.requested_batch, replicas, job.limits, accumulate_on_one_gpu=True
+                job.requested_batch, replicas, truth.limits, accumulate_on_one_gpu=True
             )
-            step, sync = job.truth.step_sync(packed_placement(replicas, gpus_per_node), b)
+            step, sync = truth.step_sync(placement, b)
             cache[key] = float(iteration_seconds(step, sync, s))
         return cache[key]
+
+
+def _gpu_type(job: JobView) -> str | None:
+    """The GPU type whose ground truth the job is handed: the type it runs on, else the type
+    whose truth is its own (a waiting job's last type); None on a cluster of one type."""
+    if job.gpu_type is not None:
+        return job.gpu_type
+    for gpu_type, truth in (job.type_truths or {}).items():
+        if truth is job.truth:
+            return gpu_type
+    return None

@@ -9,6 +9,17 @@ from goodput_sim.cluster import ClusterSpec
 from goodput_sim.policies.base import Decision, JobView
 
 
+def type_nodes(cluster: ClusterSpec, gpu_type: str | None) -> ClusterSpec:
+    """The cluster with only the nodes of ``gpu_type`` up: where a job of that type is placed
+    (its ``packed_layout`` is the job's placement at best). The cluster itself without a type,
+    on a cluster of one type, or when no node of the type is up."""
+    if gpu_type is None or not cluster.mixed:
+        return cluster
+    others = {n for n, t in enumerate(cluster.gpu_types) if t != gpu_type}
+    mine = cluster.with_offline(cluster.offline | others)
+    return mine if mine.total_gpus else cluster
+
+
 def fill_most_free(
     needed: int, free: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], tuple[int, ...]] | None:
@@ -34,13 +45,16 @@ def keep_or_fill(
     counts: dict[str, int],
     cluster: ClusterSpec,
     on_type: dict[str, int] | None = None,
+    prefer: dict[str, int] | None = None,
 ) -> Decision:
     """Rows for GPU counts per job: a running job whose count is unchanged keeps its row; the
     others, in the order of ``jobs``, take GPUs from the most-free nodes (left out if short),
     their node orders recorded. On a cluster of several GPU types a job takes its GPUs from one
     type: the one ``on_type`` names (an index in the cluster's type order; a job elsewhere moves
-    there), else the first, in type order, with room for all of them."""
+    there), else the first with room for all of them, in type order after the type ``prefer``
+    names, if any."""
     on_type = on_type or {}
+    prefer = prefer or {}
     free = cluster.capacity.copy()
     types = cluster.node_type_index if cluster.mixed else None
     decision: dict[str, NDArray[np.int64]] = {}
@@ -53,18 +67,30 @@ def keep_or_fill(
             free -= job.allocation
     for job in jobs:
         if counts.get(job.name, 0) > 0 and job.name not in decision:
-            filled = _fill(counts[job.name], free, types, on_type.get(job.name))
+            filled = _fill(
+                counts[job.name], free, types, on_type.get(job.name), prefer.get(job.name)
+            )
             if filled is not None:
                 decision[job.name], orders[job.name] = filled
     return Decision(decision, node_orders=orders)
 
 
-def _fill(needed: int, free: NDArray[np.int64], types: NDArray[np.int64] | None, only: int | None):
+def _fill(
+    needed: int,
+    free: NDArray[np.int64],
+    types: NDArray[np.int64] | None,
+    only: int | None,
+    first: int | None = None,
+):
     """``fill_most_free`` on the whole cluster, on type ``only``, or on the first GPU type
-    with room."""
+    with room (type ``first``, then the others in order)."""
     if types is None:
         return fill_most_free(needed, free)
-    for gpu_type in range(int(types.max()) + 1) if only is None else (only,):
+    order = list(range(int(types.max()) + 1))
+    if first is not None:
+        order.remove(first)
+        order.insert(0, first)
+    for gpu_type in order if only is None else (only,):
         mine = np.where(types == gpu_type, free, 0)
         filled = fill_most_free(needed, mine)
         if filled is not None:

@@ -153,14 +153,16 @@ class Sia(Policy):
         return np.maximum(row / smallest, EPSILON)
 
     def _goodputs(self, name: str, gpu_type: str, belief, nodes: NDArray, gpus: NDArray):
-        """The belief's best goodputs at these shapes, cached per (job, type, shapes) until the
-        belief changes (a type's own shapes and those projected from it are kept apart)."""
+        """The belief's best goodputs at these shapes, kept per (job, type, shapes) and valid
+        while the belief's goodput model (every value they are computed from) is equal (a
+        type's own shapes and those projected from it are kept apart)."""
         key = (name, gpu_type, tuple(nodes), tuple(gpus))
-        state = (belief.version, belief.fits)
+        model = belief.goodput_model
         cached = self._models.get(key)
-        if cached is None or cached[0] != state:
-            choice = belief.goodput_model.optimize(nodes, gpus, True)
-            cached = self._models[key] = (state, np.asarray(choice.goodput, dtype=float))
+        if cached is None or cached[0] != model:
+            values = np.array(model.optimize(nodes, gpus, True).goodput, dtype=float)
+            values.flags.writeable = False
+            cached = self._models[key] = (model, values)
         return cached[1]
 
     def _allowed(
