@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,6 +15,10 @@ from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.limits import Limits
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.profiles.base import ApplicationProfile
+
+if TYPE_CHECKING:  # the engine's types, named here for the fields only
+    from goodput_sim.profiles.typed import TypedProfile
+    from goodput_sim.sim.progress import Plan
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ class Job:
     last_batch: int = 0  # total batch of the last configuration run
     slowdown: float = 0.0  # interference slowdown in force this interval
     stats_key: tuple | None = None  # (batch, epoch) of the gradient statistics last reported
-    plan: object | None = None  # engine cache of per-epoch rates for the current configuration
+    plan: Plan | None = None  # engine cache of per-epoch rates for the current configuration
     # Failures and checkpoints (all zero while no node fails).
     failures: int = 0  # allocations ended by a node failure
     restores: int = 0  # restarts from a checkpoint after a failure
@@ -216,7 +220,7 @@ class Job:
     # Several GPU types: the application's profiles by type, the type the job runs on (its
     # ``profile`` is that type's), the types it ran on, its beliefs per type (each fed only by
     # what it ran there) and its GPU-seconds per type.
-    typed: Any = None
+    typed: TypedProfile | None = None
     gpu_type: str | None = None
     type_history: list[str] = field(default_factory=list)
     type_beliefs: dict[str, JobBelief] = field(default_factory=dict)
