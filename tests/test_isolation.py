@@ -12,25 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_caches import JOBS, TYPED
 
 from goodput_sim.agents import BatchAgent, get_agent
-from goodput_sim.cluster import ClusterSpec, NodeGroup
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.policies import Policy, get_policy, policy_names
 from goodput_sim.profiles import load_profiles
 
 ROOT = Path(__file__).resolve().parents[1]
-TYPED = ClusterSpec((NodeGroup(2, 4, "aws"), NodeGroup(1, 8, "rtx")))
-JOBS = pd.DataFrame(
-    [
-        ("cifar10-a", 0, "cifar10", 4, 2048),
-        ("ncf-a", 30, "ncf", 1, 32768),
-        ("cifar10-b", 60, "cifar10", 8, 2048),
-        ("yolov3-a", 120, "yolov3", 2, 64),
-        ("deepspeech2-a", 200, "deepspeech2", 2, 40),
-    ],
-    columns=["name", "time", "application", "num_replicas", "batch_size"],
-)
 # The same job names with other sizes and arrivals: state keyed by job names must not leak.
 OTHER_JOBS = JOBS.assign(
     time=[0, 10, 20, 30, 40], num_replicas=[8, 1, 4, 1, 4], batch_size=[4096, 32768, 1024, 32, 80]
