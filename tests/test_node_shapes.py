@@ -21,6 +21,7 @@ from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.policies.greedy import whole_node_costs
 from goodput_sim.policies.problem import AllocationProblem, speedup_table
+from goodput_sim.policies.sia import Config, configurations, place
 from goodput_sim.profiles import load_profiles
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
@@ -123,3 +124,19 @@ def test_the_nodes_plot_divides_by_each_rounds_gpus_up():
     figure = cluster_size_over_time({"p": rounds}, 8)
     used = figure.axes[1].lines[0].get_ydata()
     assert np.allclose(used, [0.5, 10 / 14])
+
+
+def test_sia_configurations_and_placement_follow_unequal_nodes():
+    """On one type with nodes of 8, 4 and 2 GPUs, n whole nodes hold the n largest nodes' GPUs
+    (the largest-node scalar claimed 16 on two nodes, which no two nodes hold), and a two-node
+    job is placed on the 8- and 4-GPU nodes."""
+    cluster = ClusterSpec((NodeGroup(1, 2), NodeGroup(1, 8), NodeGroup(1, 4)))
+    shapes = [(c.nodes, c.gpus) for c in configurations(cluster)]
+    assert shapes == [(1, 1), (1, 2), (1, 4), (1, 8), (2, 12), (3, 14)]
+    job = JobView(
+        name="a", application="cifar10", arrival=0.0, age=0.0, attained_service=0.0,
+        num_restarts=0, allocation=np.zeros(3, dtype=np.int64), requested_replicas=12,
+        requested_batch=512, limits=None, epoch=0, belief=None,
+    )
+    rows = place([job], {"a": Config(cluster.gpu_type, 2, 12)}, cluster)
+    assert rows["a"].tolist() == [0, 8, 4]

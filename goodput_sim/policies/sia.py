@@ -3,7 +3,8 @@
 Every round (Sia SPEC 4):
 
 1. Configurations per GPU type: 1, 2, 4 (and 8 on 8-GPU nodes) GPUs on one node, then whole
-   nodes, 2 up to the type's nodes that are up.
+   nodes, 2 up to the type's nodes that are up: n nodes hold the GPUs of the type's n largest
+   nodes up (n x its node size where all its nodes are alike, as in the reference).
 2. A job's goodput on each configuration comes from its belief on that type. On a type it has
    not run on, the goodput of the first type (in cluster order) it has a belief for is scaled
    by the ratio of the application's one-GPU throughputs on the two types (measured offline).
@@ -15,7 +16,8 @@ Every round (Sia SPEC 4):
    per job, within every type's GPUs, minimising sum(A x) + lambda_n (jobs left without GPUs).
    Jobs still in their restart delay keep their configuration.
 5. Placement per type, largest jobs first: a job keeps its nodes if its configuration did not
-   change, multi-node jobs take whole free nodes, the others the fullest node they fit on.
+   change, multi-node jobs take whole free nodes (largest first, waiting a round unless they
+   hold exactly the configuration's GPUs), the others the fullest node they fit on.
 
 Decisions on the reference's quirks (Sia SPEC 10) are listed in the README.
 """
@@ -31,6 +33,7 @@ from goodput_sim.cluster import ClusterSpec
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
+from goodput_sim.policies.placement import type_nodes
 from goodput_sim.policies.sia_milp import solve_sia_milp
 
 EPSILON = 1e-4  # the value of a configuration nothing is known about ("zero-allocation gain")
@@ -57,10 +60,10 @@ def configurations(cluster: ClusterSpec, max_nodes: int = 16) -> list[Config]:
         up = int(np.count_nonzero(mine))
         if not up:
             continue
-        per_node = int(mine.max())
-        single = [g for g in (1, 2, 4, 8) if g <= per_node]
+        whole = np.cumsum(np.sort(mine[mine > 0])[::-1])  # the n largest nodes up, whole
+        single = [g for g in (1, 2, 4, 8) if g <= whole[0]]
         out += [Config(gpu_type, 1, g) for g in single]
-        out += [Config(gpu_type, n, n * per_node) for n in range(2, min(up, max_nodes) + 1)]
+        out += [Config(gpu_type, n, int(whole[n - 1])) for n in range(2, min(up, max_nodes) + 1)]
     return out
 
 
@@ -146,7 +149,8 @@ class Sia(Policy):
             if gpu_type in known:
                 row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus)
             else:  # projected from the source type (Sia's bootstrap rule)
-                nodes = np.ceil(gpus / cluster.gpus_per_node_of(source)).astype(int)
+                packed = type_nodes(cluster, source).packed_layout
+                nodes = np.array([len(packed(int(g))) for g in gpus])
                 ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
                 row[mine] = self._goodputs(job.name, source, beliefs[source], nodes, gpus) * ratio
         smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0
@@ -230,11 +234,12 @@ def place(
         config = chosen[job.name]
         mine = types == order.index(config.gpu_type)
         row = np.zeros_like(free)
-        if config.nodes > 1:
+        if config.nodes > 1:  # whole free nodes, the largest first, holding exactly its GPUs
             empty = np.flatnonzero(mine & (free == cluster.capacity) & (free > 0))
-            if len(empty) < config.nodes:
+            empty = empty[np.argsort(-free[empty], kind="stable")][: config.nodes]
+            if len(empty) < config.nodes or free[empty].sum() != config.gpus:
                 continue
-            row[empty[: config.nodes]] = free[empty[: config.nodes]]
+            row[empty] = free[empty]
         else:
             fits = np.flatnonzero(mine & (free >= config.gpus))
             if not len(fits):
