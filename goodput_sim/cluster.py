@@ -130,10 +130,6 @@ class ClusterSpec:
         last = int(replicas - (filled[count - 2] if count > 1 else 0))
         return (*(int(g) for g in sizes[: count - 1]), last)
 
-    def gpus_per_node_of(self, gpu_type: str) -> int:
-        """GPUs of the largest node of ``gpu_type``."""
-        return max(g.gpus_per_node for g in self.groups if g.gpu_type == gpu_type)
-
     @property
     def nodes(self) -> int:
         return sum(g.nodes for g in self.groups)
