@@ -15,6 +15,11 @@ job's configuration is fixed, so its progress rate is piecewise constant over ep
 exact completion time follows from a cumulative sum. Beliefs are refitted at most once per
 round, from the configurations the job has actually run (the reference refits mid-interval at
 every new configuration; the production library refits between rounds, as here).
+
+Its parts live in :mod:`goodput_sim.sim`: the clock and the order of events at one instant
+(``clock``), training progress on ground truth (``progress``), the nodes' failures, repairs and
+autoscaling (``dynamics``), and the output tables and round observers (``recording``,
+``observe``). This module keeps the jobs, their beliefs and the round's contract.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
-from goodput_sim.sim.clock import Cause, SimEvent, after
+from goodput_sim.sim.clock import Cause, SimEvent, run_clock
 from goodput_sim.sim.dynamics import NodeStates, held_nodes
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.progress import (
@@ -194,15 +199,9 @@ class Simulation:
         if self.env.now > 0 or self.round_records:
             raise RuntimeError("a Simulation runs once; build a new one to run again")
         started = self._started = wallclock.perf_counter()
-        env = self.env
-        for job in self._queue:
-            # Scheduled from time 0: each fires exactly at its arrival time, before the round
-            # of that instant (see goodput_sim.sim.clock for the order of ties).
-            arrival = after(env, job.spec.arrival, Cause.ARRIVAL, job.name)
-            arrival.callbacks.append(self._on_arrival)
         self.nodes.start()
-        done = env.process(self._rounds())
-        env.run(until=done)
+        arrivals = [(job.spec.arrival, job.name) for job in self._queue]
+        run_clock(self.env, arrivals, self._on_arrival, self._round)
         return SimResult(
             jobs=jobs_table(self.jobs, self.typed),
             rounds=pd.DataFrame(self.round_records),
@@ -222,39 +221,36 @@ class Simulation:
         self.active.append(self._queue[self._arrived])
         self._arrived += 1
 
-    def _rounds(self):
-        """The scheduler's process: one round every ``interval`` seconds while jobs are active.
+    def _round(self, now: float) -> float | None:
+        """One scheduling round: bring every job up to date, retire finished ones and, unless
+        the run is over, schedule; the wait until the next round, or None to stop.
 
         A job first becomes schedulable at the first round at or after its arrival (as in the
         reference); with no active job the clock jumps to the first round after the next
-        arrival."""
-        env = self.env
+        arrival (or, while an idle cluster can still shrink, to the next interval)."""
         interval = self.config.interval
         horizon = self.config.horizon
-        yield after(env, 0.0, Cause.ROUND)  # after the arrivals due at time 0
-        while True:
-            now = env.now
-            self._advance(self.active, self.last_advance, now)
-            self.last_advance = now
-            self.nodes.account(now)
-            self._complete_finished()
-            waiting = len(self._queue) - self._arrived
-            if (not self.active and not waiting) or (horizon is not None and now >= horizon):
-                return
-            self.stopped = self._guard(now)
-            if self.stopped:
-                return
-            if self.active:
-                self._schedule(now)
-                wait = interval
-            else:
-                gap = self._queue[self._arrived].spec.arrival - now
-                wait = max(np.ceil(gap / interval), 1) * interval
-                if self.nodes.scaler is not None and self._scale_idle(now):
-                    wait = interval  # the next idle round may shrink it further
-            if horizon is not None:
-                wait = min(wait, max(horizon - now, 0.0))
-            yield after(env, wait, Cause.ROUND)
+        self._advance(self.active, self.last_advance, now)
+        self.last_advance = now
+        self.nodes.account(now)
+        self._complete_finished()
+        waiting = len(self._queue) - self._arrived
+        if (not self.active and not waiting) or (horizon is not None and now >= horizon):
+            return None
+        self.stopped = self._guard(now)
+        if self.stopped:
+            return None
+        if self.active:
+            self._schedule(now)
+            wait = interval
+        else:
+            gap = self._queue[self._arrived].spec.arrival - now
+            wait = max(np.ceil(gap / interval), 1) * interval
+            if self.nodes.scaler is not None and self._scale_idle(now):
+                wait = interval  # the next idle round may shrink it further
+        if horizon is not None:
+            wait = min(wait, max(horizon - now, 0.0))
+        return wait
 
     # -------------------------------------------------------------------- nodes that change
     def live_cluster(self) -> ClusterSpec:

@@ -1,4 +1,5 @@
-"""The simulated clock: typed engine events and the order of events due at the same instant.
+"""The simulated clock: typed engine events, the order of events due at the same instant, and
+the loop that replays arrivals and scheduling rounds (:func:`run_clock`).
 
 simpy runs events in order of (time, priority, creation). Timeouts all share one priority, so
 two events due at the same instant would run in the order they were *created*, an accident of
@@ -18,6 +19,7 @@ an explicit priority, and at one instant they run in this order:
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,3 +70,23 @@ class At(Event):
 def after(env: simpy.Environment, delay: float, cause: Cause, job: str | None = None) -> At:
     """An event of ``cause`` due ``delay`` seconds from now (its value carries that time)."""
     return At(env, delay, SimEvent(cause, env.now + delay, job))
+
+
+def run_clock(
+    env: simpy.Environment,
+    arrivals: Sequence[tuple[float, str]],
+    on_arrival: Callable[[Event], object],
+    round_step: Callable[[float], float | None],
+) -> None:
+    """Replay a run: each (time, job) arrival calls ``on_arrival`` at its time, and a round
+    calls ``round_step(now)`` at time 0 (after that instant's arrivals) and then after each
+    wait it returns, until it returns None."""
+    for time, job in arrivals:
+        after(env, time, Cause.ARRIVAL, job).callbacks.append(on_arrival)
+
+    def rounds():
+        yield after(env, 0.0, Cause.ROUND)
+        while (wait := round_step(env.now)) is not None:
+            yield after(env, wait, Cause.ROUND)
+
+    env.run(until=env.process(rounds()))
