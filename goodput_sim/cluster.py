@@ -113,6 +113,17 @@ class ClusterSpec:
         """GPUs of the nodes up, largest first."""
         return np.sort(self.capacity[self.capacity > 0])[::-1]
 
+    def packed_node_counts(self, replicas: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Nodes of each ``packed_layout`` of ``replicas`` (>= 1) GPUs, for many at once."""
+        sizes = self._descending
+        if not sizes.size:
+            raise ValueError("no node is up")
+        filled = np.cumsum(sizes)
+        replicas = np.asarray(replicas, dtype=np.int64)
+        within = np.searchsorted(filled, replicas) + 1
+        beyond = len(sizes) - (-(replicas - filled[-1]) // sizes[0])
+        return np.where(replicas > filled[-1], beyond, within)
+
     def packed_layout(self, replicas: int) -> tuple[int, ...]:
         """GPUs per node of ``replicas`` GPUs on the fewest nodes up, the largest filled first
         (past the cluster's GPUs, on more nodes like its largest): the placement a job of that

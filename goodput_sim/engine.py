@@ -37,10 +37,7 @@ from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
-from goodput_sim.autoscale import (
-    AutoscaleConfig,
-    pool_groups,
-)
+from goodput_sim.autoscale import AutoscaleConfig, pool_groups
 from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
@@ -186,6 +183,7 @@ class Simulation:
         )
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
+        self._several_shapes = len({g.gpus_per_node for g in self.cluster.groups}) > 1
         self.policy.bind(self)  # last, once nothing above can fail: state of this run only
         self.agent.bind(self)
 
@@ -246,7 +244,7 @@ class Simulation:
         else:
             gap = self._queue[self._arrived].spec.arrival - now
             wait = max(np.ceil(gap / interval), 1) * interval
-            if self.nodes.scaler is not None and self._scale_idle(now):
+            if self.nodes.scaler is not None and self._scale_idle():
                 wait = interval  # the next idle round may shrink it further
         if horizon is not None:
             wait = min(wait, max(horizon - now, 0.0))
@@ -280,12 +278,12 @@ class Simulation:
         job.local_bsz = job.accum_steps = 0
         job.restart_remaining = 0.0
 
-    def _autoscale(self, now: float, views: tuple[JobView, ...]) -> bool:
+    def _autoscale(self, views: tuple[JobView, ...]) -> bool:
         """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes.
         Nodes where a fixed-size job runs stay (it keeps the GPUs it asked for)."""
         allocations = [job.allocation for job in self.active]
         held = set() if self.policy.elastic else held_nodes(allocations)
-        removed = self.nodes.autoscale(now, views, allocations, held)
+        removed = self.nodes.autoscale(views, allocations, held)
         preempted = False
         for node in removed:
             for job in self.active:
@@ -294,10 +292,10 @@ class Simulation:
                     preempted = True
         return preempted
 
-    def _scale_idle(self, now: float) -> bool:
+    def _scale_idle(self) -> bool:
         """A round with no active job: the rule may shrink the cluster; True while it is above
         ``--min-nodes``, so that idle rounds go on."""
-        self._autoscale(now, ())
+        self._autoscale(())
         return self.nodes.can_shrink()
 
     def _cluster_summary(self) -> dict:
@@ -346,7 +344,7 @@ class Simulation:
                 for belief in job.type_beliefs.values():
                     belief.refresh()
         views = tuple(self._view(job, now) for job in active)
-        if self.nodes.scaler is not None and self._autoscale(now, views):
+        if self.nodes.scaler is not None and self._autoscale(views):
             views = tuple(self._view(job, now) for job in active)  # some were preempted
         live = self.live_cluster()
         if live.total_gpus == 0:  # every node offline: nobody runs this interval
@@ -546,8 +544,8 @@ class Simulation:
         row = round_row(
             now, active, self.cluster.nodes - len(offline), len(nodes.failed), len(nodes.starting)
         )
-        if len({g.gpus_per_node for g in self.cluster.groups}) > 1:  # else nodes_up x GPUs
-            row["gpus_up"] = self.live_cluster().total_gpus
+        if self._several_shapes:  # else gpus up = nodes_up x GPUs per node
+            row["gpus_up"] = self.cluster.with_offline(offline).total_gpus
         self.round_records.append(row)
         if self.observers:
             record = round_record(now, active, offline)

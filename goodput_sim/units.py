@@ -38,6 +38,7 @@ ROUNDS = {
     "nodes_up": "nodes offering GPUs this interval",
     "nodes_down": "nodes failed and under repair",
     "nodes_starting": "nodes the autoscaler started that are still booting",
+    "gpus_up": "GPUs of the nodes up (recorded on clusters of several node shapes)",
 }
 SUMMARY = {
     "jobs": "count",

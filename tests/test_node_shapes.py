@@ -140,3 +140,17 @@ def test_sia_configurations_and_placement_follow_unequal_nodes():
     )
     rows = place([job], {"a": Config(cluster.gpu_type, 2, 12)}, cluster)
     assert rows["a"].tolist() == [0, 8, 4]
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        ClusterSpec((NodeGroup(1, 2), NodeGroup(1, 8), NodeGroup(1, 4))),
+        ClusterSpec.uniform(3, 8),
+        ClusterSpec((NodeGroup(2, 8), NodeGroup(2, 4))).with_offline({0}),
+    ],
+)
+def test_packed_node_counts_are_the_lengths_of_packed_layouts(cluster):
+    replicas = np.arange(1, 3 * cluster.total_gpus)
+    expected = [len(cluster.packed_layout(int(r))) for r in replicas]
+    assert cluster.packed_node_counts(replicas).tolist() == expected

@@ -41,10 +41,10 @@ class Optimus(Policy):
         types = {job.name: _gpu_type(job) for job in jobs}
         nodes = {t: type_nodes(cluster, t) for t in set(types.values())}
         # A job never spans two GPU types: no count beyond the GPUs of the largest type.
-        one_type = int(cluster.type_capacity().max()) if cluster.mixed else total
         caps = {
             job.name: min(
-                job.limits.cap(max(job.requested_batch // job.limits.min_local_bsz, 1)), one_type
+                job.limits.cap(max(job.requested_batch // job.limits.min_local_bsz, 1)),
+                cluster.max_job_gpus,
             )
             for job in jobs
         }

@@ -102,8 +102,9 @@ class Sia(Policy):
         self._models = {k: v for k, v in self._models.items() if k[0] in names}
         index = {c: k for k, c in enumerate(configs)}
         shapes = _shapes(configs)
+        on_type = {t: type_nodes(snapshot.cluster, t) for t in snapshot.cluster.type_order}
         goodput = np.vstack(
-            [self._row(job, shapes, len(configs), snapshot.cluster) for job in jobs]
+            [self._row(job, shapes, len(configs), snapshot.cluster, on_type) for job in jobs]
         )
         allowed = np.vstack([self._allowed(job, configs, snapshot.cluster) for job in jobs])
         values = self._values(jobs, configs, goodput, index)
@@ -133,9 +134,17 @@ class Sia(Policy):
         return Decision(place(jobs, chosen, snapshot.cluster))
 
     # ----------------------------------------------------------------------------- values
-    def _row(self, job: JobView, shapes: dict, size: int, cluster: ClusterSpec) -> NDArray:
+    def _row(
+        self,
+        job: JobView,
+        shapes: dict,
+        size: int,
+        cluster: ClusterSpec,
+        on_type: dict[str, ClusterSpec],
+    ) -> NDArray:
         """Goodput of ``job`` on every configuration (EPSILON where unknown; a new job values 1
-        GPU of any type at 1). ``shapes``: each type's configuration indices, nodes and GPUs."""
+        GPU of any type at 1). ``shapes``: each type's configuration indices, nodes and GPUs;
+        ``on_type``: each type's nodes up (:func:`type_nodes`)."""
         beliefs = _beliefs(job, cluster)
         known = [t for t in cluster.type_order if _model(beliefs.get(t)) is not None]
         row = np.full(size, EPSILON)
@@ -149,8 +158,7 @@ class Sia(Policy):
             if gpu_type in known:
                 row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus)
             else:  # projected from the source type (Sia's bootstrap rule)
-                packed = type_nodes(cluster, source).packed_layout
-                nodes = np.array([len(packed(int(g))) for g in gpus])
+                nodes = on_type[source].packed_node_counts(gpus)
                 ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
                 row[mine] = self._goodputs(job.name, source, beliefs[source], nodes, gpus) * ratio
         smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0

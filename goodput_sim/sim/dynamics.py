@@ -117,7 +117,7 @@ class NodeStates:
 
     # ---------------------------------------------------------------------- autoscaling
     def autoscale(
-        self, now: float, views: tuple[JobView, ...], allocations: Sequence[NDArray], held: set
+        self, views: tuple[JobView, ...], allocations: Sequence[NDArray], held: set
     ) -> list[int]:
         """Resize the pool for the next interval; the nodes removed (their jobs lose their
         GPUs). ``held`` are nodes that may not be removed (fixed-size jobs run there)."""
