@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import simpy
 from numpy.typing import NDArray
+from threadpoolctl import threadpool_limits
 
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
@@ -199,7 +200,10 @@ class Simulation:
         started = self._started = wallclock.perf_counter()
         self.nodes.start()
         arrivals = [(job.spec.arrival, job.name) for job in self._queue]
-        run_clock(self.env, arrivals, self._on_arrival, self._round)
+        # One BLAS thread: the models' linear algebra is small, and OpenBLAS's thread start-up
+        # costs far more CPU than it saves (scipy's interpolators on first use, fits).
+        with threadpool_limits(limits=1, user_api="blas"):
+            run_clock(self.env, arrivals, self._on_arrival, self._round)
         return SimResult(
             jobs=jobs_table(self.jobs, self.typed),
             rounds=pd.DataFrame(self.round_records),

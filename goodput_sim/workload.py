@@ -348,13 +348,11 @@ def resample_jobs(df: pd.DataFrame, load: float = 1.0, seed: int = 0) -> pd.Data
 def derive_philly_stats(philly_csv_path: str | Path) -> dict[str, Any]:
     """Compute the arrival and job-size statistics the generator needs from the Philly trace."""
     path = Path(philly_csv_path)
-    raw = _read_philly(path)
-    trace = raw[
-        (raw["duration"] >= _MIN_DURATION_S) & (raw["gpu_time"] < _MAX_GPU_HOURS * 3600)
-    ].copy()
+    raw = read_philly_csv(path)
+    trace = raw[philly_filter(raw)].copy()
     trace["shifted"] = trace["timestamp"] - pd.Timedelta(hours=_SHIFT_HOURS)
     trace["hour"] = trace["shifted"].dt.hour
-    trace["bucket"] = _bucket_of(trace["gpu_time"] / 3600)
+    trace["bucket"] = bucket_of(trace["gpu_time"] / 3600)
     window = trace[trace["hour"] < _WINDOW_HOURS]
     counts = trace["hour"].value_counts().reindex(range(24), fill_value=0)
     return {
@@ -372,7 +370,12 @@ def derive_philly_stats(philly_csv_path: str | Path) -> dict[str, Any]:
     }
 
 
-def _read_philly(path: Path) -> pd.DataFrame:
+def philly_filter(raw: pd.DataFrame) -> pd.Series:
+    """The Philly jobs kept (SPEC 8.1): duration >= 60 s and gpu_time < 1,000 GPU-hours."""
+    return (raw["duration"] >= _MIN_DURATION_S) & (raw["gpu_time"] < _MAX_GPU_HOURS * 3600)
+
+
+def read_philly_csv(path: Path) -> pd.DataFrame:
     """Read the raw Philly CSV, checking it has the needed columns."""
     try:
         raw = pd.read_csv(path)
@@ -393,7 +396,7 @@ def _read_philly(path: Path) -> pd.DataFrame:
     return raw
 
 
-def _bucket_of(gpu_hours: pd.Series) -> pd.Series:
+def bucket_of(gpu_hours: pd.Series) -> pd.Series:
     """Label each job with its gpu_time bucket (see BUCKETS)."""
     return pd.cut(gpu_hours, list(_BUCKET_EDGES_HOURS), right=False, labels=list(BUCKETS))
 
@@ -527,11 +530,11 @@ def generate_workload(
     buckets = rng.choice(
         len(BUCKETS), size=num_jobs, p=_normalized([scope["fractions"][b] for b in BUCKETS])
     )
-    apps = _applications(rng, buckets)
+    apps = draw_applications(rng, buckets)
     if realistic:
         replicas, batches = _realistic_sizes(rng, apps, buckets, scope["num_gpus"])
     else:
-        replicas, batches = _tuned_sizes(rng, apps, configurations)
+        replicas, batches = draw_tuned_sizes(rng, apps, configurations)
     return pd.DataFrame(
         {
             "name": [f"{app}-{rank}" for rank, app in enumerate(apps)],
@@ -581,7 +584,7 @@ def _arrival_times(
     return hour * 3600 + rng.integers(0, 3600, size=n)
 
 
-def _applications(rng: np.random.Generator, buckets: np.ndarray) -> list[str]:
+def draw_applications(rng: np.random.Generator, buckets: np.ndarray) -> list[str]:
     """Pick each job's application uniformly among its bucket's apps."""
     picks = rng.random(len(buckets))
     apps = []
@@ -591,7 +594,7 @@ def _applications(rng: np.random.Generator, buckets: np.ndarray) -> list[str]:
     return apps
 
 
-def _tuned_sizes(
+def draw_tuned_sizes(
     rng: np.random.Generator,
     apps: Sequence[str],
     configurations: Mapping[str, Sequence[tuple[int, int]]],
@@ -619,5 +622,9 @@ def _realistic_sizes(
         dist = num_gpus[BUCKETS[bucket]]
         gpus = rng.choice(list(dist), p=_normalized(list(dist.values())))
         replicas.append(min(int(gpus), _REALISTIC_MAX_GPUS))
-    batches = [min(_M0[a] * r, _MAX_BATCH[a]) for a, r in zip(apps, replicas, strict=True)]
-    return replicas, batches
+    return replicas, realistic_batches(apps, replicas)
+
+
+def realistic_batches(apps: Sequence[str], replicas: Sequence[int]) -> list[int]:
+    """Batch M0 x GPUs per job, at most the application's largest batch (realistic sizing)."""
+    return [min(_M0[a] * int(r), _MAX_BATCH[a]) for a, r in zip(apps, replicas, strict=True)]

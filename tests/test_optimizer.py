@@ -101,6 +101,20 @@ def _restorations_by_loop(problem, allocation, changed) -> list:
     return out
 
 
+def _check_restorations(problem, allocation) -> int:
+    """:func:`_restorations` against the plain loop: the same candidates, built alike, with
+    objective values equal to those of the full allocations bit for bit."""
+    changed = (allocation != problem.current).any(axis=1)
+    expected = _restorations_by_loop(problem, allocation, changed)
+    values, build = _restorations(problem, allocation, changed)
+    assert len(values) == len(expected)
+    for index, restored in enumerate(expected):
+        np.testing.assert_array_equal(build(index), restored)
+    if expected:
+        np.testing.assert_array_equal(values, problem.objective(np.array(expected)))
+    return len(expected)
+
+
 def test_restorations_match_the_plain_loop(recorded):
     rng = np.random.default_rng(0)
     checked = 0
@@ -108,14 +122,41 @@ def test_restorations_match_the_plain_loop(recorded):
         for _shuffle in range(5):  # shuffled allocations: many changed rows, over-full nodes
             allocation = problem.current.copy()
             rng.shuffle(allocation, axis=0)
-            changed = (allocation != problem.current).any(axis=1)
-            expected = _restorations_by_loop(problem, allocation, changed)
-            got = _restorations(problem, allocation, changed)
-            assert len(got) == len(expected)
-            for a, b in zip(got, expected, strict=True):
-                np.testing.assert_array_equal(a, b)
-            checked += len(expected)
+            checked += _check_restorations(problem, allocation)
     assert checked > 0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_restorations_match_the_plain_loop_on_random_problems(seed):
+    """Random small problems with distributed jobs, donors emptying nodes and leaving the
+    distributed set, caps that bind, and interference avoidance on or off."""
+    rng = np.random.default_rng(seed)
+    jobs, nodes, g = int(rng.integers(2, 9)), int(rng.integers(2, 6)), 4
+    current = _random_rows(rng, jobs, nodes, g)
+    allocation = _random_rows(rng, jobs, nodes, g)
+    tables = [np.ones((3, jobs * g + 1)) for _ in range(jobs)]
+    problem = AllocationProblem(
+        [f"j{j}" for j in range(jobs)],
+        rng.integers(1, 2 * g, jobs),
+        rng.uniform(0.5, 1.0, jobs),
+        current,
+        g,
+        [t * np.arange(t.shape[1]) for t in tables],
+        interference_avoidance=bool(seed % 3),
+    )
+    _check_restorations(problem, allocation)
+
+
+def _random_rows(rng, jobs: int, nodes: int, g: int) -> np.ndarray:
+    """A (jobs x nodes) allocation within node capacity ``g``, some jobs on several nodes."""
+    rows = np.zeros((jobs, nodes), dtype=np.int64)
+    for node in range(nodes):
+        free = g
+        for job in rng.permutation(jobs):
+            take = int(rng.integers(0, free + 1)) if rng.random() < 0.4 else 0
+            rows[job, node] += take
+            free -= take
+    return rows
 
 
 def _save_rounds(recorded, path: Path) -> None:

@@ -109,3 +109,42 @@ def check_cmd(file: Path, max_gpus: int | None) -> None:
     """Validate a workload CSV and print a one-line summary (jobs, span, mix)."""
     df = wl.load_workload(file, applications=wl.TUNED_CONFIGURATIONS, max_gpus=max_gpus)
     click.echo(f"{file}: {wl.summarize_workload(df)}")
+
+
+@workload.command("philly")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--start", help="First submission day (e.g. 2017-10-02) [default: the log's first].")
+@click.option("--days", type=float, help="Days of submissions to keep [default: all].")
+@click.option(
+    "--realistic", is_flag=True, help="The log's GPU counts, batch = M0 x GPUs (not TunedJobs)."
+)
+@click.option("--max-gpus", type=click.IntRange(1), help="With --realistic, cap GPU counts.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
+)
+def philly_cmd(
+    path: Path | None,
+    start: str | None,
+    days: float | None,
+    realistic: bool,
+    max_gpus: int | None,
+    seed: int,
+    output: Path,
+) -> None:
+    """Replay the real Philly log: its jobs' arrivals (seconds after --start), GPUs and
+    durations, mapped to applications by the generator's gpu-time rule. PATH is the Pollux
+    artifact's philly.csv (the default, when present beside the checkout) or a cluster_job_log
+    JSON file of the public Philly release."""
+    from goodput_sim import philly
+
+    if path is None:
+        path = philly.REFERENCE_LOG
+        if not path.is_file():
+            raise InputError(None, "the reference log is not present; give its PATH", "PATH")
+    df = philly.philly_workload(
+        philly.read_philly_log(path), start, days, realistic, seed, max_gpus
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(output, index=False)
+    click.echo(f"wrote {output}: {wl.summarize_workload(df)}")

@@ -116,42 +116,41 @@ def place(
     current = problem.current
     keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
     allocation = np.where(keep[:, None], current, 0)
-    # Per-node state as plain lists: a job is placed with a few scalar steps per node.
-    free = (problem.capacity - allocation.sum(axis=0)).tolist()
+    free = problem.capacity - allocation.sum(axis=0)
     avoid = problem.interference_avoidance
-    taken = (distributed_cells(allocation).any(axis=0) & avoid).tolist()
+    taken = distributed_cells(allocation).any(axis=0) & avoid
     wanted = counts.tolist()
     order = sorted(np.flatnonzero(~keep & (counts > 0)).tolist(), key=lambda j: (-wanted[j], j))
     for j in order:
-        for r in range(wanted[j], 0, -1):
-            cells = _pack(r, free, taken, g)
-            if cells is not None:
-                for node, gpus in cells:
-                    allocation[j, node] = gpus
-                    free[node] -= gpus
-                    taken[node] = taken[node] or (avoid and len(cells) > 1)
-                break
+        # The most GPUs that fit: on one node (at most g), or across the open nodes.
+        open_gpus = int(free[~taken].sum())
+        replicas = min(wanted[j], max(open_gpus, min(g, int(free.max(initial=0)))))
+        if replicas > 0:
+            nodes, gpus = _pack(replicas, free, taken, g)
+            allocation[j, nodes] = gpus
+            free[nodes] -= gpus
+            taken[nodes] |= avoid and len(nodes) > 1
     return allocation
 
 
-def _pack(replicas: int, free: list[int], taken: list[bool], g: int) -> list | None:
-    """(node, GPUs) cells for ``replicas`` GPUs: the best-fit node if one node holds them, else
-    the fullest open nodes (``taken``: holding another distributed job); None if impossible."""
+def _pack(
+    replicas: int, free: NDArray[np.int64], taken: NDArray[np.bool_], g: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Nodes and GPUs for ``replicas`` GPUs (which fit): the best-fit node (fewest free GPUs
+    that hold them, then lowest id) if one node holds them, else the fullest-free open nodes
+    (not ``taken`` by another distributed job; ties to the lowest id), which keeps the job on
+    as few nodes as possible."""
     if replicas <= g:
-        fits = [(f, node) for node, f in enumerate(free) if f >= replicas]
-        if fits:
-            return [(min(fits)[1], replicas)]
-    open_nodes = [node for node, f in enumerate(free) if f > 0 and not taken[node]]
-    if sum(free[node] for node in open_nodes) < replicas:
-        return None
-    # Fullest-free first keeps the job on as few nodes as possible.
-    cells, missing = [], replicas
-    for node in sorted(open_nodes, key=lambda n: (-free[n], n)):
-        cells.append((node, min(free[node], missing)))
-        missing -= cells[-1][1]
-        if missing == 0:
-            break
-    return cells
+        fits = np.flatnonzero(free >= replicas)
+        if len(fits):
+            return fits[np.argmin(free[fits])][None], np.array([replicas])
+    open_nodes = np.flatnonzero((free > 0) & ~taken)
+    order = open_nodes[np.lexsort((open_nodes, -free[open_nodes]))]
+    filled = np.cumsum(free[order])
+    last = int(np.searchsorted(filled, replicas))
+    gpus = free[order[: last + 1]].copy()
+    gpus[last] = replicas - (filled[last - 1] if last else 0)
+    return order[: last + 1], gpus
 
 
 def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:

@@ -116,21 +116,20 @@ class AllocationProblem:
                 reach[k * size :] |= before[: width - k * size]
         return reach
 
-    def values(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Per-individual, per-job scaled values for a (pop x jobs x nodes) population."""
-        return self.job_values(
-            np.arange(self.num_jobs)[None, :],
+    def objective(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Power mean of values (higher is better), per individual."""
+        return self.objective_of(
             population.sum(axis=2),
             (population > 0).sum(axis=2),
             (population != self.current[None]).any(axis=2),
         )
 
-    def objective(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Power mean of values (higher is better), per individual."""
+    def objective_of(self, replicas, nodes, changed) -> NDArray[np.float64]:
+        """:meth:`objective` from (individuals x jobs) GPUs, nodes used and changed-row flags."""
         if self.num_jobs == 0:
-            return np.zeros(len(population))
-        costs = self.fairness.cost(self.values(population))
-        return self.fairness.score(costs.sum(axis=1), self.num_jobs)
+            return np.zeros(len(replicas))
+        values = self.job_values(np.arange(self.num_jobs)[None, :], replicas, nodes, changed)
+        return self.fairness.score(self.fairness.cost(values).sum(axis=1), self.num_jobs)
 
     def feasible(self, allocation: NDArray[np.int64]) -> bool:
         """Capacity, caps and interference avoidance (at most one distributed job per node)."""

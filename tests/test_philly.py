@@ -1,0 +1,134 @@
+"""The real Philly log as a workload (`goodput-sim workload philly`): both layouts, the filter,
+slices that agree with the whole log, and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from goodput_sim.cli import main
+from goodput_sim.errors import InputError
+from goodput_sim.philly import REFERENCE_LOG, philly_workload, read_philly_log
+from goodput_sim.workload import TUNED_CONFIGURATIONS, load_workload, philly_filter
+
+JOB_LOG = Path(__file__).parent / "data" / "philly_job_log.json"
+
+
+def test_job_log_json_is_flattened_attempt_by_attempt():
+    log = read_philly_log(JOB_LOG)
+    # Job 4 never started and job 5 never ended: left out. Job 2 ran 30 min + 2 h and its
+    # last attempt held 8 GPUs on two machines.
+    assert log["duration"].tolist() == [600.0, 9000.0, 30.0, 259200.0, 7200.0]
+    assert log["num_gpus"].tolist() == [2, 8, 1, 8, 1]
+    np.testing.assert_array_equal(log["gpu_time"], log["duration"] * log["num_gpus"])
+
+
+def test_filter_and_buckets_choose_the_applications():
+    work = philly_workload(read_philly_log(JOB_LOG), realistic=True)
+    # The 30-second job is filtered out (< 60 s); 8 GPUs x 3 days is 576 GPU-hours (>= 100 h).
+    assert work["duration"].tolist() == [600.0, 9000.0, 259200.0, 7200.0]
+    assert work["time"].tolist() == [0, 3600, 100800, 144000]
+    assert work["application"].iloc[0] in ("cifar10", "ncf")  # < 1 GPU-hour
+    assert work["application"].iloc[1] == "yolov3"  # 20 GPU-hours
+    assert work["application"].iloc[2] == "imagenet"
+    assert work["application"].iloc[3] in ("deepspeech2", "bert")  # 2 GPU-hours
+    assert work["num_replicas"].tolist() == [2, 8, 8, 1]
+    assert work.loc[1, "batch_size"] == 64  # yolov3: M0 8 x 8 GPUs
+
+
+def test_tuned_sizes_come_from_the_menus(tmp_path):
+    work = philly_workload(read_philly_log(JOB_LOG), seed=3)
+    for app, replicas, batch in work[["application", "num_replicas", "batch_size"]].itertuples(
+        index=False
+    ):
+        assert (replicas, batch) in TUNED_CONFIGURATIONS[app]
+
+
+def test_a_slice_holds_the_whole_logs_jobs_unchanged():
+    log = read_philly_log(JOB_LOG)
+    whole = philly_workload(log, realistic=True, seed=5)
+    part = philly_workload(log, start="2017-10-03", days=1, realistic=True, seed=5)
+    assert part["time"].tolist() == [43200]  # 12:00 on the start day
+    row = whole.iloc[2]
+    assert part.iloc[0][["application", "num_replicas", "batch_size"]].tolist() == [
+        row["application"],
+        row["num_replicas"],
+        row["batch_size"],
+    ]
+
+
+def test_cli_writes_a_workload_the_simulator_reads(tmp_path):
+    out = tmp_path / "w.csv"
+    result = CliRunner().invoke(
+        main, ["workload", "philly", str(JOB_LOG), "--realistic", "--max-gpus", "4", "-o", out]
+    )
+    assert result.exit_code == 0, result.output
+    assert "wrote" in result.output
+    work = load_workload(out)
+    assert len(work) == 4 and work["num_replicas"].max() == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--start", "yesterday-ish"], "expected a date"),
+        (["--start", "2018-01-01"], "no job submitted"),
+        (["--days", "0"], "positive number of days"),
+    ],
+)
+def test_bad_options_get_one_line_errors(tmp_path, args, message):
+    result = CliRunner().invoke(
+        main, ["workload", "philly", str(JOB_LOG), *args, "-o", tmp_path / "w.csv"]
+    )
+    assert result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "w.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "cannot read Philly job log"),
+        ('{"jobid": 1}', "expected a JSON list"),
+        ('[{"jobid": "a", "submitted_time": "never", "attempts": []}]', "submitted_time"),
+        ('[{"jobid": "a", "submitted_time": "2017-10-02 08:00:00"}]', "attempts must be a list"),
+        (
+            '[{"jobid": "a", "submitted_time": "2017-10-02 08:00:00", "attempts": '
+            '[{"start_time": "2017-10-02 09:00:00", "end_time": "2017-10-02 08:00:00", '
+            '"detail": []}]}]',
+            "before start_time",
+        ),
+        (
+            '[{"jobid": "a", "submitted_time": "2017-10-02 08:00:00", "attempts": '
+            '[{"start_time": "2017-10-02 08:00:00", "end_time": "2017-10-02 09:00:00", '
+            '"detail": [{"ip": "m1"}]}]}]',
+            "gpus list",
+        ),
+    ],
+)
+def test_malformed_job_logs_are_named(tmp_path, content, message):
+    path = tmp_path / "log.json"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message) as err:
+        read_philly_log(path)
+    assert "log.json" in str(err.value)
+
+
+@pytest.mark.skipif(not REFERENCE_LOG.is_file(), reason="the Pollux reference log is absent")
+def test_the_reference_log_gives_the_documented_counts():
+    """74,428 jobs pass the filter over the whole log; 10,147 are submitted in the 7 days from
+    2017-10-02 (the counts the scale bench replays)."""
+    log = read_philly_log(REFERENCE_LOG)
+    whole = philly_workload(log, realistic=True)
+    week = philly_workload(log, start="2017-10-02", days=7, realistic=True)
+    assert len(whole) == 74_428 and len(week) == 10_147
+    assert whole["time"].iloc[-1] / 86400 > 105
+    first = log.loc[philly_filter(log), "timestamp"].min()  # the whole workload's time 0
+    offset = (pd.Timestamp("2017-10-02") - first).total_seconds()
+    inside = whole[(whole["time"] >= offset) & (whole["time"] < offset + 7 * 86400)]
+    columns = ["application", "num_replicas", "batch_size", "duration"]
+    assert inside[columns].reset_index(drop=True).equals(week[columns])
