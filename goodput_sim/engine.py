@@ -185,6 +185,11 @@ class Simulation:
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._several_shapes = len({g.gpus_per_node for g in self.cluster.groups}) > 1
+        # Event-driven rounds: the last decision stands until this time while no job arrives,
+        # finishes or loses its GPUs and the offline nodes stay these.
+        self._quiet_until = -np.inf
+        self._decided_offline: set[int] = set()
+        self._hints: Mapping[str, Mapping[str, Any]] = {}  # the last decision's agent hints
         self.policy.bind(self)  # last, once nothing above can fail: state of this run only
         self.agent.bind(self)
 
@@ -222,6 +227,7 @@ class Simulation:
         Arrival events fire in queue order (time, then creation order)."""
         self.active.append(self._queue[self._arrived])
         self._arrived += 1
+        self._quiet_until = -np.inf
 
     def _round(self, now: float) -> float | None:
         """One scheduling round: bring every job up to date, retire finished ones and, unless
@@ -273,10 +279,10 @@ class Simulation:
                 job.failures += 1
                 job.restore_pending = True
 
-    @staticmethod
-    def _release(job: Job) -> None:
+    def _release(self, job: Job) -> None:
         """Take every GPU from a job (a failure or a removed node); it restarts when it is next
         allocated."""
+        self._quiet_until = -np.inf
         job.assign(np.zeros_like(job.allocation))
         job.plan = None
         job.local_bsz = job.accum_steps = 0
@@ -328,10 +334,13 @@ class Simulation:
                 self.completions[job.name].succeed(
                     SimEvent(Cause.COMPLETION, job.finish_time, job.name)
                 )
+                job.release()  # nothing reads a finished job's plan or GPUs again
             else:
                 still.append(job)
-        if self.on_finish is not None and len(still) < len(self.active):
-            self.on_finish(len(self.active) - len(still))
+        if len(still) < len(self.active):
+            self._quiet_until = -np.inf
+            if self.on_finish is not None:
+                self.on_finish(len(self.active) - len(still))
         self.active = still
 
     # ----------------------------------------------------------------------------- schedule
@@ -347,13 +356,31 @@ class Simulation:
             if typed_refresh:
                 for belief in job.type_beliefs.values():
                     belief.refresh()
+        offline = self.nodes.offline()
+        if now < self._quiet_until and offline == self._decided_offline:
+            self.policy_seconds.append(0.0)  # nothing the policy reads changed: same answer
+        elif not self._decide(now, active):
+            self._record_round(now, active)  # every node offline: nobody runs this interval
+            return
+        if self.config.interference > 0:  # slowdowns first, so each plan is built once
+            slowed = interference_flags(np.array([j.allocation for j in active]))
+            for job, flag in zip(active, slowed, strict=True):
+                job.slowdown = self.config.interference if flag else 0.0
+        for job in active:
+            if job.replicas:
+                self._ensure_plan(job, self._hints.get(job.name))
+        self._record_round(now, active)
+
+    def _decide(self, now: float, active: list[Job]) -> bool:
+        """Ask the policy for this round's allocation and apply it; False if no GPU is up.
+        Remembers until when the answer stands while no event happens
+        (:meth:`~goodput_sim.policies.base.Policy.quiet_until`)."""
         views = tuple(self._view(job, now) for job in active)
         if self.nodes.scaler is not None and self._autoscale(views):
             views = tuple(self._view(job, now) for job in active)  # some were preempted
         live = self.live_cluster()
-        if live.total_gpus == 0:  # every node offline: nobody runs this interval
-            self._record_round(now, active)
-            return
+        if live.total_gpus == 0:
+            return False
         snapshot = Snapshot(now, live, views, self.config.restart_delay)
         started = wallclock.perf_counter()
         decision = self.policy.allocate(snapshot)
@@ -371,15 +398,11 @@ class Simulation:
         for job in active:
             if not np.array_equal(rows[job.name], job.allocation):
                 self._reallocate(job, rows[job.name], now, orders.get(job.name))
-        if self.config.interference > 0:  # slowdowns first, so each plan is built once
-            slowed = interference_flags(np.array([j.allocation for j in active]))
-            for job, flag in zip(active, slowed, strict=True):
-                job.slowdown = self.config.interference if flag else 0.0
-        hints = decision.agent_hints
-        for job in active:
-            if job.replicas:
-                self._ensure_plan(job, hints.get(job.name))
-        self._record_round(now, active)
+        self._hints = decision.agent_hints
+        if self.nodes.scaler is None:  # an autoscaler re-reads the jobs every round
+            self._quiet_until = self.policy.quiet_until(snapshot, rows)
+            self._decided_offline = self.nodes.offline()
+        return True
 
     def _reallocate(
         self, job: Job, row: NDArray[np.int64], now: float, node_order: tuple[int, ...] | None

@@ -179,6 +179,15 @@ class JobBelief:
         return view
 
 
+@functools.cache
+def _zero_row(nodes: int) -> NDArray[np.int64]:
+    """The read-only allocation of a job holding no GPU on ``nodes`` nodes (immutable, so one
+    is shared by every job and simulation)."""
+    row = np.zeros(nodes, dtype=np.int64)
+    row.flags.writeable = False
+    return row
+
+
 @dataclass(eq=False)
 class Job:
     """Ground-truth runtime state of one job, owned and advanced by the engine."""
@@ -234,16 +243,26 @@ class Job:
         return self.spec.name
 
     def assign(self, row: NDArray[np.int64], node_order: tuple[int, ...] | None = None) -> None:
-        """Set the GPUs per node (a private, read-only copy) and the derived counts;
-        ``node_order`` is the order in which the policy filled the used nodes (default: node
-        ids)."""
-        self.allocation = np.array(row, dtype=np.int64)
-        self.allocation.flags.writeable = False
+        """Set the GPUs per node (a private, read-only copy; one shared read-only zero row for
+        every job holding nothing, so waiting and finished jobs cost no per-node memory) and
+        the derived counts; ``node_order`` is the order in which the policy filled the used
+        nodes (default: node ids)."""
+        if np.any(row):
+            self.allocation = np.array(row, dtype=np.int64)
+            self.allocation.flags.writeable = False
+        else:
+            self.allocation = _zero_row(len(row))
         self.replicas = int(self.allocation.sum())
         self.nodes_used = int(np.count_nonzero(self.allocation))
         self.placement = placement_of(self.allocation)
         order = node_order or ()
         self.layout = tuple(int(row[n]) for n in order) if order else self.placement
+
+    def release(self) -> None:
+        """Drop what only a running job needs (its per-epoch plan and per-node GPUs), once it
+        has finished: a long trace then holds little per finished job."""
+        self.plan = None
+        self.assign(_zero_row(self.num_nodes))
 
     @property
     def finished(self) -> bool:

@@ -296,6 +296,8 @@ def test_policies_lists_every_policy():
         "p",
         "restart_penalty",
         "interference_avoidance",
+        "candidates",
+        "quiet_seconds",
     }
 
 

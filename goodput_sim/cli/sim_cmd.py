@@ -28,7 +28,6 @@ from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
-from goodput_sim.plots import interval_bars, jct_cdf
 from goodput_sim.spec import SETTINGS, Setting, build_config
 
 _policies_option = click.option(
@@ -329,6 +328,7 @@ def write_comparison(
         write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary, params=params)
     (out / "summary.json").write_text(jsonio.dumps(comparison.as_json()) + "\n")
     comparison.summary.rename_axis("policy").to_csv(out / "summary.csv", float_format="%.6f")
+    from goodput_sim.plots import interval_bars, jct_cdf
     from goodput_sim.report import load_results, policy_table
 
     saved = load_results(out)

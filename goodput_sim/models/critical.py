@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import least_squares
 
 from goodput_sim.models.efficiency import gain, noise_scale
 from goodput_sim.profiles.base import ApplicationProfile
@@ -55,6 +54,8 @@ def fit_critical_batch(steps: ArrayLike, examples: ArrayLike) -> CriticalBatchFi
         return np.concatenate(
             [np.log(s + e / batch) - np.log(steps), np.log(e + s * batch) - np.log(examples)]
         )
+
+    from scipy.optimize import least_squares  # slow import, needed only here
 
     solution = least_squares(residuals, start, method="lm")
     s_min, e_min = np.exp(solution.x)

@@ -165,6 +165,13 @@ class Policy(SimulationBound, ABC):
     def allocate(self, snapshot: Snapshot) -> Decision:
         """Choose every active job's GPUs per node for the next interval."""
 
+    def quiet_until(self, snapshot: Snapshot, rows: Mapping[str, NDArray[np.int64]]) -> float:
+        """Until when (simulated seconds) the allocation ``rows`` just decided stays this
+        policy's answer, provided no job arrives, finishes or loses its GPUs and no node goes
+        up or down: the engine does not ask again before then (event-driven rounds). Only
+        exact answers belong here. Default: ask every round."""
+        return snapshot.time
+
     def describe(self) -> dict:
         """Parameters that define this policy, for the results manifest."""
         return {"name": self.name, "seed": self.seed, **self.values}

@@ -44,6 +44,25 @@ ELASTIC_PARAMS = (
         True,
         "at most one distributed job per node (SPEC 6.3)",
     ),
+    Param(
+        "candidates",
+        int,
+        64,
+        "jobs the local search tries as receivers, givers and restorations per step (all of "
+        "them when there are no more; results depend on it only above that many active jobs)",
+        low=1,
+        high=1_000_000,
+    ),
+    Param(
+        "quiet_seconds",
+        float,
+        0.0,
+        "seconds an allocation stands while no job arrives, finishes or fails and no node "
+        "changes (a tolerance: beliefs, ages and epochs move meanwhile); 0 re-decides every "
+        "round, exactly as the reference",
+        low=0.0,
+        high=1e9,
+    ),
 )
 
 
@@ -69,6 +88,12 @@ class ElasticPolicy(Policy):
             solve_greedy(problem, snapshot.cluster.total_gpus), snapshot.cluster, POWER_ORDER
         )
         return Decision(dict(zip(problem.names, allocation, strict=True)))
+
+    def quiet_until(self, snapshot: Snapshot, rows) -> float:
+        """Every round (the default), or ``quiet_seconds`` later if no event comes first;
+        half a second early, so that the round at exactly that time re-decides."""
+        quiet = self.values["quiet_seconds"]
+        return snapshot.time + quiet - 0.5 if quiet > 0 else snapshot.time
 
     def problem(self, snapshot: Snapshot) -> AllocationProblem:
         """The round's allocation problem, jobs in least-attained-service order."""
@@ -100,6 +125,7 @@ class ElasticPolicy(Policy):
             tables,
             self.fairness,
             self.values["interference_avoidance"],
+            self.values["candidates"],
         )
 
     def _speedups(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:

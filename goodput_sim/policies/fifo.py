@@ -17,3 +17,8 @@ class Fifo(Policy):
     def allocate(self, snapshot: Snapshot) -> Decision:
         counts = {job.name: job.replicas or job.requested_replicas for job in snapshot.jobs}
         return keep_or_fill(list(snapshot.jobs), counts, snapshot.cluster)
+
+    def quiet_until(self, snapshot: Snapshot, rows) -> float:
+        """Running jobs keep their GPUs and the queue is in arrival order: the answer changes
+        only with an arrival, a completion, a failure or a node change."""
+        return float("inf")

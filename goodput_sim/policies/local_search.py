@@ -27,7 +27,9 @@ def _best_transfer(problem, best, cost):
 
     Every quantity a move changes (the two jobs' GPUs, nodes used and changed-row flags, and
     the number of distributed jobs on the nodes involved) is computed per move from per-job and
-    per-node counts, so scoring costs O(moves) whatever the cluster size."""
+    per-node counts, so scoring costs O(moves) whatever the cluster size. With more jobs than
+    ``problem.candidates``, receivers and givers are that many jobs each: those one more GPU
+    helps most and one fewer hurts least."""
     jobs = best.shape[0]
     capacity = problem.capacity
     current = problem.current
@@ -39,6 +41,7 @@ def _best_transfer(problem, best, cost):
     home = np.argmax(used, axis=1)  # the node of a single-node job
     differ = (best != current).sum(axis=1)
     replicas = best.sum(axis=1)
+    receivers, givers = _movers(problem, cost, replicas, count)
     # Candidate moves; nodes that look alike are listed once: among nodes with free GPUs, one
     # per (free, distributed jobs) class plus the receiver's own; among a giver's nodes, only
     # the first it fills completely.
@@ -46,13 +49,15 @@ def _best_transfer(problem, best, cost):
     node_class = free[open_nodes] * (jobs + 1) + crowd[open_nodes]  # crowd <= jobs
     _, first = np.unique(node_class, return_index=True)
     representatives = open_nodes[np.sort(first)]
-    own_b, own_n = np.nonzero(used & (free > 0)[None, :])
-    add_b = np.concatenate([np.repeat(np.arange(jobs), len(representatives)), own_b])
-    add_n = np.concatenate([np.tile(representatives, jobs), own_n])
-    full = best == capacity[None, :]
-    give_a, give_n = np.nonzero(used & (~full | (full & (np.cumsum(full, axis=1) == 1))))
-    take_b = np.tile(np.arange(jobs), len(give_a))
-    give_a, give_n = np.repeat(give_a, jobs), np.repeat(give_n, jobs)
+    own, own_n = np.nonzero(used[receivers] & (free > 0)[None, :])
+    add_b = np.concatenate([np.repeat(receivers, len(representatives)), receivers[own]])
+    add_n = np.concatenate([np.tile(representatives, len(receivers)), own_n])
+    full = best[givers] == capacity[None, :]
+    cells = used[givers] & (~full | (full & (np.cumsum(full, axis=1) == 1)))
+    give_i, give_n = np.nonzero(cells)
+    give_a = givers[give_i]
+    take_b = np.tile(receivers, len(give_a))
+    give_a, give_n = np.repeat(give_a, len(receivers)), np.repeat(give_n, len(receivers))
     other = take_b != give_a
     giver = np.concatenate([np.full(len(add_b), -1), give_a[other]])
     receiver = np.concatenate([add_b, take_b[other]])
@@ -109,6 +114,25 @@ def _best_transfer(problem, best, cost):
     return out, float(delta[top])
 
 
+def _movers(problem: AllocationProblem, cost, replicas, count):
+    """Receivers and givers of moves, in job order: every job, or with more jobs than
+    ``problem.candidates`` that many receivers (largest drop in cost with one GPU more, on
+    its nodes or one more) and givers (smallest rise with one GPU fewer)."""
+    everyone = np.arange(problem.num_jobs)
+    limit = problem.candidates
+    if problem.num_jobs <= limit:
+        return everyone, everyone
+    more = np.minimum(
+        _cost(problem, everyone, replicas + 1, np.maximum(count, 1), True),
+        _cost(problem, everyone, replicas + 1, count + 1, True),
+    )
+    fewer = _cost(problem, everyone, replicas - 1, count, True)
+    holders = np.flatnonzero(replicas > 0)
+    receivers = np.argsort(more - cost, kind="stable")[:limit]
+    givers = holders[np.argsort((fewer - cost)[holders], kind="stable")[:limit]]
+    return np.sort(receivers), np.sort(givers)
+
+
 def _restorations(problem: AllocationProblem, allocation, changed):
     """For each job whose row changed (in job order), ``allocation`` with that job back on its
     current row, taking the GPUs it needs from the other changed jobs (lowest priority first);
@@ -119,15 +143,15 @@ def _restorations(problem: AllocationProblem, allocation, changed):
     is described by its per-job counts (GPUs, nodes used, changed row) and per-node changes of
     the interference count: memory O(candidates x (jobs + nodes)), not candidates x jobs x
     nodes, and the values equal the objective of the full allocations exactly."""
-    moved = np.flatnonzero(changed)
+    donors = np.flatnonzero(changed)[::-1]  # lowest priority first
     current = problem.current
     capacity = problem.capacity
+    moved = _restorable(problem, allocation, changed)
     cand = np.arange(len(moved))
     # Overflow per candidate and node once the job is back on its current row.
     column = allocation.sum(axis=0)
     over = np.maximum(column[None] - allocation[moved] + current[moved] - capacity[None], 0)
     pair_c, pair_n = np.nonzero(over)
-    donors = moved[::-1]
     held = allocation[donors][:, pair_n] * (donors[:, None] != moved[pair_c][None, :])
     take = np.minimum(held, np.maximum(over[pair_c, pair_n] - (np.cumsum(held, axis=0) - held), 0))
     short = take.sum(axis=0) < over[pair_c, pair_n]
@@ -172,6 +196,20 @@ def _restorations(problem: AllocationProblem, allocation, changed):
         return out
 
     return values, build
+
+
+def _restorable(problem: AllocationProblem, allocation, changed) -> NDArray[np.int64]:
+    """Jobs to try putting back on their current row, in job order: every changed job, or with
+    more than ``problem.candidates`` that many, those their own restoration helps most."""
+    moved = np.flatnonzero(changed)
+    if len(moved) <= problem.candidates:
+        return moved
+    current = problem.current[moved]
+    now = _cost(
+        problem, moved, allocation[moved].sum(axis=1), (allocation[moved] > 0).sum(axis=1), True
+    )
+    back = _cost(problem, moved, current.sum(axis=1), (current > 0).sum(axis=1), False)
+    return np.sort(moved[np.argsort(back - now, kind="stable")[: problem.candidates]])
 
 
 def _interference_ok(allocation, current, moved, nodes_used, c, d, n, emptied):

@@ -65,6 +65,7 @@ class AllocationProblem:
     speedup_tables: list[NDArray]  # per job: [min(nodes, 2), replicas] speedups (speedup_table)
     fairness: Fairness = Fairness()
     interference_avoidance: bool = True  # at most one distributed job per node
+    candidates: int = 64  # local search: jobs tried as receivers, givers and restorations
 
     def __post_init__(self) -> None:
         capacity = np.asarray(self.capacity, dtype=np.int64)

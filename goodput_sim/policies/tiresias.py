@@ -52,3 +52,16 @@ class Tiresias(Policy):
                 remaining -= jobs[name].requested_replicas
         counts = {job.name: job.requested_replicas for job in admitted}
         return keep_or_fill(admitted, counts, snapshot.cluster)
+
+    def quiet_until(self, snapshot: Snapshot, rows) -> float:
+        """Besides events, the answer changes only when a job of the high queue is demoted:
+        from a second before the first running one reaches the threshold (attained service
+        grows by its GPUs per second), the engine asks every round."""
+        high = set(self.queues[0])
+        first = float("inf")
+        for job in snapshot.jobs:
+            gpus = int(rows[job.name].sum())
+            if job.name in high and gpus:
+                left = (self.queue_threshold - job.attained_service) / gpus
+                first = min(first, snapshot.time + left - 1.0)
+        return first

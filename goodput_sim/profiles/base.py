@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import bisect
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
-from scipy.spatial import QhullError
 
 from goodput_sim.cluster import placement_of
 from goodput_sim.models.limits import Limits
+
+if TYPE_CHECKING:
+    from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
 Placement = tuple[int, ...]
 """GPUs used on each node that holds at least one replica of a job, e.g. (4, 4, 2)."""
@@ -44,6 +46,9 @@ def linear_or_nearest(
     triangulation (NaN outside their hull, where callers use nearest), or nearest for both when
     there are fewer than ``min_points`` points or they cannot be triangulated (too few, or all
     in a line or plane)."""
+    from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator  # slow import
+    from scipy.spatial import QhullError
+
     nearest = NearestNDInterpolator(points, values)
     if len(points) < min_points:
         return nearest, nearest

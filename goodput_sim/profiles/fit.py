@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from goodput_sim import __version__
 from goodput_sim.models.efficiency import efficiency
@@ -80,6 +79,8 @@ def fit_throughput(measurements: pd.DataFrame) -> dict:
             np.zeros(len(node_counts)),
         ]
     )
+    from scipy.optimize import least_squares  # slow import, needed only here
+
     result = least_squares(residuals, x0, loss="soft_l1", f_scale=ROBUST_SCALE)
     t_acc, t_net, gamma = unpack(result.x)
     return {

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
 from goodput_sim.errors import InputError
 from goodput_sim.models.limits import Limits
@@ -31,6 +31,9 @@ from goodput_sim.profiles.base import (
     interp_rows,
     linear_or_nearest,
 )
+
+if TYPE_CHECKING:
+    from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
 PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
 SCALABILITY_COLUMNS = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
