@@ -71,6 +71,16 @@ def test_run_writes_a_results_folder(small_csv, tmp_path):
     assert manifest["wall_seconds"] > 0
 
 
+def test_run_without_the_plot_writes_the_same_tables(small_csv, tmp_path):
+    plotted, bare = tmp_path / "plotted", tmp_path / "bare"
+    for out, flag in ((plotted, "--plot"), (bare, "--no-plot")):
+        result = invoke("run", "--policy", "fifo", "--workload", small_csv, "--out", out, flag)
+        assert result.exit_code == 0, result.output
+    assert (plotted / "jct_cdf.png").is_file() and not (bare / "jct_cdf.png").exists()
+    for name in ("jobs.csv", "rounds.csv"):
+        assert (plotted / name).read_bytes() == (bare / name).read_bytes()
+
+
 def test_run_options_reach_the_config(small_csv, tmp_path):
     out = tmp_path / "out"
     result = invoke(

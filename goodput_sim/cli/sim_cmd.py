@@ -191,8 +191,20 @@ _quiet_option = click.option(
 )
 @_force_option
 @_quiet_option
+@click.option(
+    "--plot/--no-plot",
+    default=True,
+    show_default=True,
+    help="Write the JCT CDF (jct_cdf.png); plotting loads matplotlib, a second on a short run.",
+)
 def run_cmd(
-    policy: str | None, manifest: Path | None, out: Path | None, force: bool, quiet: bool, **options
+    policy: str | None,
+    manifest: Path | None,
+    out: Path | None,
+    force: bool,
+    quiet: bool,
+    plot: bool,
+    **options,
 ) -> None:
     """Replay a workload under one policy and write a results folder (or replay a saved run
     from its manifest: its jobs.csv is reproduced byte for byte)."""
@@ -227,7 +239,15 @@ def run_cmd(
         )
         summary["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]
     with staged_folder(out) as folder:
-        write_run(result, folder, _inputs(workload, profiles), seed, params=params, summary=summary)
+        write_run(
+            result,
+            folder,
+            _inputs(workload, profiles),
+            seed,
+            params=params,
+            summary=summary,
+            figure=plot,
+        )
     if result.stopped:
         click.echo(
             f"{policy}: stopped early ({result.stopped}); partial results in {out}", err=True
