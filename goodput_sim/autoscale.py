@@ -155,9 +155,7 @@ class UtilityAutoscaler(Autoscaler):
         self._history: deque[float] = deque(maxlen=self.values["window"])
         self._size: int | None = None  # provisioned nodes at the last round
         # Best goodputs by (belief, cap, node shapes): every argument is part of the key.
-        self._best_goodputs = functools.lru_cache(maxsize=4096)(
-            functools.partial(best_goodputs, grids={})
-        )
+        self._best_goodputs = functools.lru_cache(maxsize=4096)(best_goodputs)
 
     def target(self, view: ScaleView) -> int:
         if view.provisioned != self._size:  # resized since the last round: start afresh

@@ -26,7 +26,7 @@ from goodput_sim.policies.elastic import Goodput, best_goodputs
 from goodput_sim.policies.gavel import Gavel
 from goodput_sim.policies.optimus import Optimus, _gpu_type
 from goodput_sim.policies.placement import keep_or_fill, type_nodes
-from goodput_sim.policies.problem import AllocationProblem, speedup_table
+from goodput_sim.policies.problem import AllocationProblem
 from goodput_sim.policies.sia import Sia
 from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.base import FrozenProfile, iteration_seconds
@@ -244,25 +244,6 @@ def test_best_goodputs_are_memoised_by_every_argument():
         assert got.shape != first.shape or not np.array_equal(got, first)
 
 
-def test_candidate_grids_are_shared_only_across_gradient_statistics():
-    """The grid cache of best_goodputs is keyed by the model without its statistics: a new
-    epoch's statistics reuse the grid and give exactly the uncached values; other parameters,
-    caps or shapes get their own grid."""
-    grids: dict = {}
-    model = belief_view().goodput_model
-    later = dataclasses.replace(model, grad_sqr=model.grad_sqr * 3, grad_var=model.grad_var / 2)
-    other = belief_view(OTHER_PARAMS).goodput_model
-    for statistical in (True, False):
-        for m, cap in ((model, 8), (later, 8), (other, 8), (model, 6)):
-            fresh = best_goodputs(m, statistical, cap, 4, 4)
-            assert np.array_equal(best_goodputs(m, statistical, cap, 4, 4, grids), fresh)
-            direct = speedup_table(
-                lambda n, r, m=m, s=statistical: m.optimize(n, r, s).goodput, cap, 4, 4
-            )
-            assert np.array_equal(fresh, direct)
-    assert len(grids) == 3  # model and later share one
-
-
 def test_speedups_follow_belief_cap_and_fair_share(plain):
     """The per-job speedup cache (key: belief version, cap, fair share) against a fresh
     policy, as each input changes between rounds of one policy."""
@@ -321,24 +302,6 @@ def test_fastest_configurations_are_memoised_by_model_nodes_and_gpus():
     for args in changes:
         assert agent._fastest(*args) == _fastest_config(*args)
     assert agent._fastest.cache_info().misses == 1 + len(changes)
-
-
-def test_goodput_plans_reuse_grids_only_across_gradient_statistics():
-    """The goodput agent's grid cache (key: model without statistics, nodes, GPUs): each
-    plan equals the uncached optimum, whatever was asked before."""
-    agent = get_agent("goodput")
-    sqr, var = np.array([1.0, 2.0, 4.0]), np.array([5.0, 3.0, 1.0])
-    asked = [
-        (belief_view(), 1, 4, sqr, var),
-        (belief_view(), 1, 4, sqr * 7, var / 3),  # new statistics, same grid
-        (belief_view(OTHER_PARAMS), 1, 4, sqr, var),
-        (belief_view(), 2, 8, sqr, var),
-    ]
-    for belief, nodes, gpus, s, v in asked:
-        b, accum = agent.configs(belief, 0, nodes, gpus, s, v)
-        expected = belief.goodput_model.optimize(nodes, gpus, True, s, v)
-        assert np.array_equal(b, expected.local_bsz) and np.array_equal(accum, expected.accum_steps)
-    assert len(agent._grids) == 3
 
 
 def test_tail_plans_are_memoised_by_every_argument():
@@ -402,10 +365,8 @@ def test_a_plan_is_remade_when_what_it_depends_on_changes(typed):
     changes = [
         lambda: setattr(job, "slowdown", 0.25),  # interference
         lambda: sim._ensure_plan(job, {"batch": 256}),  # a policy hint
-        lambda: (
-            job.type_beliefs["aws"].observe(1, 2, 256.0, 0.2, 0.05)
-            or job.type_beliefs["aws"].refresh()
-        ),  # a refit of what the agent reads
+        lambda: job.type_beliefs["aws"].observe(1, 2, 256.0, 0.2, 0.05)
+        or job.type_beliefs["aws"].refresh(),  # a refit of what the agent reads
     ]
     for change in changes:
         change()

@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from goodput_sim.agents.base import BatchAgent, fixed_configs, register_agent
-from goodput_sim.models.goodput import CandidateGrid, GoodputModel
+from goodput_sim.models.goodput import GoodputModel
 
 
 def without_statistics(model: GoodputModel) -> GoodputModel:
@@ -43,31 +43,12 @@ class GoodputAgent(BatchAgent):
 
     name = "goodput"
 
-    def __init__(self, **values):
-        super().__init__(**values)
-        # Per agent (one per simulation): each allocation's candidate configurations and their
-        # iteration times, keyed by the model without its gradient statistics (all they read),
-        # so that a plan for new statistics computes only the efficiency terms.
-        self._grids: dict[tuple, CandidateGrid] = {}
-
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
         fixed = _unadapted(belief, replicas, np.shape(grad_sqr))
         if fixed is not None:
             return fixed
-        model = belief.goodput_model
-        stripped = dataclasses.replace(model, grad_sqr=0.0, grad_var=0.0)
-        key = (stripped, nodes, replicas)
-        grid = self._grids.get(key)
-        if grid is None:
-            if len(self._grids) >= _MAX_GRIDS:
-                self._grids.clear()
-            pair = np.array([float(nodes)]), np.array([float(replicas)])
-            grid = self._grids[key] = stripped.candidate_grid(*pair)
-        choice = model.best_on(grid, True, grad_sqr, grad_var)
+        choice = belief.goodput_model.optimize(nodes, replicas, True, grad_sqr, grad_var)
         return choice.local_bsz, choice.accum_steps
-
-
-_MAX_GRIDS = 4096  # one-allocation grids kept per agent (a few kB each)
 
 
 @register_agent

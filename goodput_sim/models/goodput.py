@@ -30,18 +30,6 @@ class BatchChoice:
 
 
 @dataclass(frozen=True)
-class CandidateGrid:
-    """Candidate batch configurations of some allocations (rows) and their iteration times."""
-
-    replicas: NDArray  # (allocations,)
-    local_bsz: NDArray  # (allocations x candidates), or one row shared by every allocation
-    accum: NDArray
-    total: NDArray  # examples per iteration
-    t_iter: NDArray  # seconds per iteration
-    outside: NDArray  # per-GPU batch outside the application's limits
-
-
-@dataclass(frozen=True)
 class GoodputModel:
     """A job's belief: fitted throughput parameters plus its current gradient statistics."""
 
@@ -102,11 +90,6 @@ class GoodputModel:
         shape = np.broadcast_shapes(nodes.shape, np.shape(grad_sqr) if per_pair else ())
         sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
         var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
-        return self.best_on(self.candidate_grid(nodes, replicas), statistical, sqr, var)
-
-    def candidate_grid(self, nodes: NDArray, replicas: NDArray) -> CandidateGrid:
-        """The candidate configurations of (nodes, replicas) pairs (1-D float arrays) and their
-        iteration times: all of :meth:`optimize` that gradient statistics do not change."""
         local_bsz, accum = candidate_configs(
             replicas,
             self.init_batch_size,
@@ -115,33 +98,17 @@ class GoodputModel:
             self.max_local_bsz,
         )
         n, r = nodes[:, None], replicas[:, None]
-        *_, t_iter = step_times(self.params, n, r, local_bsz, accum)
-        total = np.asarray(r) * np.asarray(local_bsz) * (np.asarray(accum) + 1)
-        outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
-        return CandidateGrid(replicas, local_bsz, accum, total, t_iter, outside)
-
-    def best_on(
-        self, grid: CandidateGrid, statistical: bool = True, grad_sqr=None, grad_var=None
-    ) -> BatchChoice:
-        """The best configuration of each of the grid's allocations, with the model's gradient
-        statistics unless (per allocation) others are given."""
         if statistical:
-            sqr = self.grad_sqr if grad_sqr is None else grad_sqr
-            var = self.grad_var if grad_var is None else grad_var
-            shape = np.broadcast_shapes(grid.replicas.shape, np.shape(sqr))
-            sqr, var = np.broadcast_to(sqr, shape), np.broadcast_to(var, shape)
-            gains = gain(grid.total, self.init_batch_size, sqr[:, None], var[:, None])
-            value = self.init_batch_size * gains / grid.t_iter
+            value = self.goodput(n, r, local_bsz, accum, sqr[:, None], var[:, None])
         else:
-            value = grid.total / grid.t_iter
-        value = np.where(grid.outside, 0.0, value)
+            value = self.throughput(n, r, local_bsz, accum)
+        outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
+        value = np.where(outside, 0.0, value)
         best = np.argmax(value, axis=1)
         rows = np.arange(len(best))
-        local_bsz, accum = grid.local_bsz, grid.accum
-        pick = rows if len(local_bsz) == len(rows) else np.zeros_like(rows)
-        b, s = local_bsz[pick, best], accum[pick, best]
+        grid = rows if len(local_bsz) == len(rows) else np.zeros_like(rows)
+        b, s = local_bsz[grid, best], accum[grid, best]
         # The job's final clamp (SPEC 4.2 step 4): never exceed the largest validated batch.
-        replicas = grid.replicas
         b = np.maximum(np.minimum(b, np.floor(self.max_batch_size / (replicas * (s + 1)))), 1.0)
         return BatchChoice(value[rows, best], b, s)
 

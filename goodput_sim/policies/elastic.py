@@ -14,13 +14,12 @@ of one node.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.agents.adaptive import without_statistics
-from goodput_sim.models.goodput import CandidateGrid, GoodputModel
+from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
@@ -81,10 +80,7 @@ class ElasticPolicy(Policy):
         # Memoised per policy (one per simulation): jobs of one application that ran the same
         # configurations share fitted parameters (:class:`goodput_sim.jobs.FitMemo`), and so
         # their best goodputs.
-        self._grids: dict[tuple, CandidateGrid] = {}  # candidate grids, without statistics
-        self._best_goodputs = functools.lru_cache(maxsize=4096)(
-            functools.partial(best_goodputs, grids=self._grids)
-        )
+        self._best_goodputs = functools.lru_cache(maxsize=4096)(best_goodputs)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
@@ -171,38 +167,15 @@ POWER_ORDER = ("dgx-ext", "dgx", "azure", "quad", "rtx", "aws")
 
 
 def best_goodputs(
-    model: GoodputModel,
-    statistical: bool,
-    cap: int,
-    nodes_up: int,
-    largest_node: int,
-    grids: dict[tuple, CandidateGrid] | None = None,
+    model: GoodputModel, statistical: bool, cap: int, nodes_up: int, largest_node: int
 ) -> NDArray:
     """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only), on nodes of
-    at most ``largest_node`` GPUs, several of them if ``nodes_up`` >= 2.
-
-    The candidate configurations and their iteration times depend on the fitted parameters and
-    limits but not on the gradient statistics, which change at every epoch: ``grids`` keeps
-    them keyed by the model without statistics and the table's shape (which fixes its
-    allocations), so a new epoch costs only the efficiency terms."""
-    grids = {} if grids is None else grids
-    stripped = replace(model, grad_sqr=0.0, grad_var=0.0)
-    key = (stripped, cap, nodes_up, largest_node)
-
-    def values(nodes: NDArray, replicas: NDArray) -> NDArray:
-        grid = grids.get(key)
-        if grid is None:
-            if len(grids) >= _MAX_GRIDS:
-                grids.clear()
-            grid = grids[key] = stripped.candidate_grid(nodes, replicas)
-        return model.best_on(grid, statistical).goodput
-
-    table = speedup_table(values, cap, nodes_up, largest_node)
+    at most ``largest_node`` GPUs, several of them if ``nodes_up`` >= 2."""
+    table = speedup_table(
+        lambda n, r: model.optimize(n, r, statistical).goodput, cap, nodes_up, largest_node
+    )
     table.flags.writeable = False
     return table
-
-
-_MAX_GRIDS = 512  # candidate grids kept per policy (a few hundred kB each at most)
 
 
 @register("pollux")
