@@ -28,6 +28,7 @@ from goodput_sim.autoscale import AutoscaleConfig  # noqa: E402
 from goodput_sim.cluster import ClusterSpec, NodeGroup, parse_cluster  # noqa: E402
 from goodput_sim.engine import SimConfig  # noqa: E402
 from goodput_sim.failures import Failure, FailureModel  # noqa: E402
+from goodput_sim.philly import philly_workload, read_philly_log  # noqa: E402
 from goodput_sim.policies import policy_class  # noqa: E402
 from goodput_sim.profiles import bundled_profiles_path, load_profiles  # noqa: E402
 
@@ -53,6 +54,9 @@ def inputs(name: str) -> tuple[pd.DataFrame, dict, ClusterSpec]:
     if name == "mixed-node-size":
         groups = (NodeGroup(2, 8), NodeGroup(4, 4), NodeGroup(2, 2))
         return default, plain, ClusterSpec(groups)
+    if name == "philly-log":  # the real-log converter on its JSON fixture, one node per job
+        log = read_philly_log(Path(__file__).parent / "data" / "philly_job_log.json")
+        return philly_workload(log, realistic=True, seed=1), plain, ClusterSpec.uniform(4, 4)
     if name == "sia-mix":
         hetero = _first_of_each(ROOT / "traces" / "workloads" / "heterogeneous.csv", 1)
         typed = load_profiles(ROOT / "traces" / "profiles-sia")
@@ -72,12 +76,12 @@ DYNAMICS = {
 def cases() -> dict[str, Callable[[], api.SimResult]]:
     """Golden key -> the run it digests."""
 
-    def run(setting: str, policy: str, config=None, agent=None) -> Callable:
+    def run(setting: str, policy: str, config=None, agent=None, params=None) -> Callable:
         def go():
             workload, profiles, cluster = inputs(setting)
             return api.run(
                 policy, workload, profiles, cluster, config=config, agent=agent,
-                params=PARAMS.get(policy),
+                params=params or PARAMS.get(policy),
             )
 
         return go
@@ -94,6 +98,15 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
         for agent in AGENTS:
             if agent != agent_class(default).name:
                 out[f"sia-mix/{policy}/agent={agent}"] = run("sia-mix", policy, agent=agent)
+    # The Philly replay and the optimiser's scale settings: the candidate caps bind at 2 jobs
+    # per role (on these 12 jobs the capped run equals the uncapped one: the same digest);
+    # goodput's quiet time lets allocations stand for up to 5 rounds between events.
+    for policy in ("fifo", "goodput"):
+        out[f"philly-log/{policy}"] = run("philly-log", policy)
+    for name, value in (("candidates", 2), ("quiet_seconds", 300.0)):
+        out[f"homogeneous/goodput/{name}={value:g}"] = run(
+            "homogeneous", "goodput", params={name: value}
+        )
     return out
 
 

@@ -33,7 +33,7 @@ SMALL = (
     "ncf-0,0,ncf,1,32768\ncifar10-1,30,cifar10,4,2048\nncf-2,60,ncf,1,32768\n"
 )
 INPUTS = {"config", "workload", "profiles", "cluster", "seed", "agent", "params", "manifest"}
-INPUTS |= {"policy", "policies", "out", "force", "quiet", "format", "fmt", "workers"}
+INPUTS |= {"policy", "policies", "out", "force", "quiet", "format", "fmt", "workers", "plot"}
 
 # A value other than the default for every setting.
 OTHER = {
