@@ -134,10 +134,11 @@ def _movers(problem: AllocationProblem, cost, replicas, count):
 
 
 def _restorations(problem: AllocationProblem, allocation, changed):
-    """For each job whose row changed (in job order), ``allocation`` with that job back on its
-    current row, taking the GPUs it needs from the other changed jobs (lowest priority first);
-    only those that fit and are feasible. Returns their objective values and a function that
-    builds the allocation of one of them.
+    """For each job whose row changed (in job order; above ``problem.candidates`` of them, those
+    :func:`_restorable` picks), ``allocation`` with that job back on its current row, taking
+    the GPUs it needs from the other changed jobs (lowest priority first); only those that fit
+    and are feasible. Returns their objective values and a function that builds the allocation
+    of one of them.
 
     Only the restored job and its donors change, on the nodes it returns to, so each candidate
     is described by its per-job counts (GPUs, nodes used, changed row) and per-node changes of
