@@ -110,6 +110,9 @@ def _gpu_count(path: Path, where: str, detail: Any) -> int:
     return sum(len(machine["gpus"]) for machine in detail)
 
 
+_MAX_DAYS = 3650  # ten years: longer spans are typos (and overflow pandas' timestamps)
+
+
 def philly_workload(
     log: pd.DataFrame,
     start: str | pd.Timestamp | None = None,
@@ -125,8 +128,10 @@ def philly_workload(
     M0 x GPUs as the generator's realistic sizing does; otherwise sizes are drawn from the
     TunedJobs menus. Both draws use ``seed`` over the whole log. Adds the log's ``duration``
     and ``gpu_time`` (seconds) as extra columns, which the simulator ignores."""
-    if days is not None and not days > 0:
-        raise InputError(None, f"must be a positive number of days, got {days!r}", "--days")
+    if days is not None and not 0 < days <= _MAX_DAYS:
+        raise InputError(
+            None, f"must be a positive number of days up to {_MAX_DAYS}, got {days!r}", "--days"
+        )
     kept = log[wl.philly_filter(log)].reset_index(drop=True)
     if kept.empty:
         raise InputError(None, "no job of the log passes the filter (duration >= 60 s)", "log")

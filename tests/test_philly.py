@@ -78,6 +78,10 @@ def test_cli_writes_a_workload_the_simulator_reads(tmp_path):
         (["--start", "yesterday-ish"], "expected a date"),
         (["--start", "2018-01-01"], "no job submitted"),
         (["--days", "0"], "positive number of days"),
+        (["--days", "inf"], "positive number of days"),
+        (["--days", "nan"], "positive number of days"),
+        (["--days", "1e9"], "positive number of days"),
+        (["--seed", "-1"], "--seed"),
     ],
 )
 def test_bad_options_get_one_line_errors(tmp_path, args, message):

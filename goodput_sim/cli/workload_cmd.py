@@ -119,7 +119,9 @@ def check_cmd(file: Path, max_gpus: int | None) -> None:
     "--realistic", is_flag=True, help="The log's GPU counts, batch = M0 x GPUs (not TunedJobs)."
 )
 @click.option("--max-gpus", type=click.IntRange(1), help="With --realistic, cap GPU counts.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draws.")
+@click.option(
+    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the draws."
+)
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
 )
