@@ -359,7 +359,7 @@ class Simulation:
         offline = self.nodes.offline()
         if now < self._quiet_until and offline == self._decided_offline:
             self.policy_seconds.append(0.0)  # nothing the policy reads changed: same answer
-        elif not self._decide(now, active):
+        elif not self._decide(now, active, offline):
             self._record_round(now, active)  # every node offline: nobody runs this interval
             return
         if self.config.interference > 0:  # slowdowns first, so each plan is built once
@@ -371,10 +371,11 @@ class Simulation:
                 self._ensure_plan(job, self._hints.get(job.name))
         self._record_round(now, active)
 
-    def _decide(self, now: float, active: list[Job]) -> bool:
+    def _decide(self, now: float, active: list[Job], offline: set[int]) -> bool:
         """Ask the policy for this round's allocation and apply it; False if no GPU is up.
         Remembers until when the answer stands while no event happens
-        (:meth:`~goodput_sim.policies.base.Policy.quiet_until`)."""
+        (:meth:`~goodput_sim.policies.base.Policy.quiet_until`) and with which ``offline``
+        nodes."""
         views = tuple(self._view(job, now) for job in active)
         if self.nodes.scaler is not None and self._autoscale(views):
             views = tuple(self._view(job, now) for job in active)  # some were preempted
@@ -401,7 +402,7 @@ class Simulation:
         self._hints = decision.agent_hints
         if self.nodes.scaler is None:  # an autoscaler re-reads the jobs every round
             self._quiet_until = self.policy.quiet_until(snapshot, rows)
-            self._decided_offline = self.nodes.offline()
+            self._decided_offline = offline  # without an autoscaler, as at the round's start
         return True
 
     def _reallocate(

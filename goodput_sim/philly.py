@@ -92,13 +92,19 @@ def _flatten_job(path: Path, index: int, job: Any) -> tuple | None:
 
 def _time(path: Path, where: str, field: str, text: Any) -> pd.Timestamp:
     """A timestamp field, or an error naming it."""
+    value = _timestamp(text)
+    if value is None:
+        raise InputError(path, f"{field} {text!r} is not a date and time", where)
+    return value
+
+
+def _timestamp(text: Any) -> pd.Timestamp | None:
+    """``text`` as a timestamp, or None if it is not one."""
     try:
         value = pd.Timestamp(text)
     except (TypeError, ValueError):
-        value = pd.NaT
-    if pd.isna(value):
-        raise InputError(path, f"{field} {text!r} is not a date and time", where)
-    return value
+        return None
+    return None if pd.isna(value) else value
 
 
 def _gpu_count(path: Path, where: str, detail: Any) -> int:
@@ -172,10 +178,7 @@ def philly_workload(
 
 def _start(text: str | pd.Timestamp) -> pd.Timestamp:
     """A start date (``2017-10-02`` or with a time), or a one-line error."""
-    try:
-        value = pd.Timestamp(text)
-    except (TypeError, ValueError):
-        value = pd.NaT
-    if pd.isna(value):
+    value = _timestamp(text)
+    if value is None:
         raise InputError(None, f"expected a date such as 2017-10-02, got {text!r}", "--start")
     return value

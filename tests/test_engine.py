@@ -95,9 +95,9 @@ def test_every_round_respects_the_cluster_and_accounting(policy, profiles, monke
     original = Decision.validated
     decide = Simulation._decide
 
-    def deciding(self, now, active):
+    def deciding(self, now, active, offline):
         decided_at.append(now)
-        return decide(self, now, active)
+        return decide(self, now, active, offline)
 
     def checked(self, policy_name, names, capacity, node_types=None):
         rows = original(self, policy_name, names, capacity, node_types)
