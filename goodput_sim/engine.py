@@ -44,12 +44,15 @@ from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.models.goodput import fixed_batch_config
+from goodput_sim.models.limits import Limits
+from goodput_sim.models.lr import LRSchedule, schedule_for
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
 from goodput_sim.sim.clock import Cause, SimEvent, run_clock
 from goodput_sim.sim.dynamics import NodeStates, held_nodes
+from goodput_sim.sim.lr_progress import SeedObjective, StepLog, example_budget, static_batch
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.progress import (
     Plan,
@@ -85,6 +88,13 @@ class SimConfig:
     failures: FailureModel | None = None  # node failures and repairs (none by default)
     checkpoint_interval: float | None = None  # seconds; default: the profile's, else 30 min
     autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
+    # Training progress (sim.lr_progress): "noise" (Pollux's gain) or "lr-aware" (a fixed
+    # example budget, final loss from learning rate and noise); learning-rate schedules; the
+    # lr-aware descent; and whether to record seed 004's objective per job under "noise".
+    progress: str = "noise"
+    lr_schedule: str | None = None
+    lr_descent: float = 5.0
+    seed_objective: bool = False
 
     def __post_init__(self) -> None:
         check_config(self)  # against the declarations of goodput_sim.spec
@@ -136,6 +146,21 @@ class Simulation:
         oracle_params = self._oracle_params(workload) if self.config.oracle else {}
         home = self.cluster.type_order[0]
         truths = {app: _truth(profile, home) for app, profile in profiles.items()}
+        schedules = {
+            app: schedule_for(app, truth.limits.lr_schedule, self.config.lr_schedule)
+            for app, truth in truths.items()
+        }
+        # What a job's agent knows of its application besides its beliefs: its learning-rate
+        # schedule and, for agents that forecast the noise, an earlier run's trajectory.
+        self._recipes = {
+            app: {
+                "lr_schedule": schedules[app].spelled(),
+                "noise_prior": _noise_prior(truth) if self.agent.reads_noise_prior else None,
+            }
+            for app, truth in truths.items()
+        }
+        self._limits: dict[tuple[str, str | None], Limits] = {}
+        limits = {app: self._agent_limits(app, None, truth) for app, truth in truths.items()}
         self.jobs = [
             Job(
                 JobSpec(
@@ -147,7 +172,7 @@ class Simulation:
                 ),
                 truths[r.application],
                 JobBelief(
-                    truths[r.application].limits,
+                    limits[r.application],
                     oracle_params.get(r.application),
                     self.fit_memo,
                 ),
@@ -164,10 +189,14 @@ class Simulation:
             typed = {app: as_typed(profiles[app], home) for app in truths}
             for job in self.jobs:
                 job.typed = typed[job.spec.application]
+                app = job.spec.application
                 job.type_beliefs = {
-                    t: JobBelief(job.typed.for_type(t).limits, None, self.fit_memo)
+                    t: JobBelief(
+                        self._agent_limits(app, t, job.typed.for_type(t)), None, self.fit_memo
+                    )
                     for t in self.cluster.type_order
                 }
+        self.objectives = self._seed_objectives(truths, schedules)
         self.round_records: list[dict] = []
         self.policy_seconds: list[float] = []
         self.env = simpy.Environment()
@@ -193,6 +222,40 @@ class Simulation:
         self.policy.bind(self)  # last, once nothing above can fail: state of this run only
         self.agent.bind(self)
 
+    def _seed_objectives(
+        self, truths: Mapping[str, ApplicationProfile], schedules: Mapping[str, LRSchedule]
+    ) -> dict[str, SeedObjective] | None:
+        """Under ``lr-aware`` progress, or when seed 004's objective is asked for: each
+        application's objectives, every job's step log and, under ``lr-aware``, every job's
+        example budget as its work (None otherwise: nothing is recorded)."""
+        config = self.config
+        lr_aware = config.progress == "lr-aware"
+        if not (lr_aware or config.seed_objective):
+            return None
+        if config.failures is not None and config.failures.active:
+            option = "--progress lr-aware" if lr_aware else "--seed-objective"
+            raise InputError(
+                option, "is not supported with failures (lost work would have to undo loss too)"
+            )
+        objectives = {
+            app: SeedObjective(truth, schedules[app], config.lr_descent, lr_aware)
+            for app, truth in truths.items()
+        }
+        budgets: dict[tuple[str, float], NDArray] = {}
+        for job in self.jobs:
+            app, batch = job.spec.application, static_batch(job)
+            try:
+                objectives[app].static(batch)
+            except ValueError as problem:
+                raise InputError("--lr-descent", f"job {job.name!r}: {problem}") from None
+            job.step_log = StepLog()
+            if lr_aware:
+                if (app, batch) not in budgets:
+                    budgets[app, batch] = example_budget(job.profile, batch)
+                    budgets[app, batch].flags.writeable = False
+                job.work = budgets[app, batch]
+        return objectives
+
     def has_started(self) -> bool:
         """Whether :meth:`run` has been called (the policy and agent may then be rebound)."""
         return self.env.now > 0 or self.env.peek() < float("inf")
@@ -210,7 +273,7 @@ class Simulation:
         with threadpool_limits(limits=1, user_api="blas"):
             run_clock(self.env, arrivals, self._on_arrival, self._round)
         return SimResult(
-            jobs=jobs_table(self.jobs, self.typed),
+            jobs=jobs_table(self.jobs, self.typed, self.objectives),
             rounds=pd.DataFrame(self.round_records),
             policy=self.policy.describe(),
             agent=self.agent.describe(),
@@ -450,8 +513,17 @@ class Simulation:
         if job.typed is not None and self.policy.type_aware and job.gpu_type is not None:
             return job.type_beliefs[job.gpu_type].view()
         view = job.belief.view()
-        limits = job.profile.limits
-        return view if view.limits == limits else replace(view, limits=limits)
+        limits = self._agent_limits(job.spec.application, job.gpu_type, job.profile)
+        return view if view.limits is limits else replace(view, limits=limits)
+
+    def _agent_limits(self, app: str, gpu_type: str | None, profile: ApplicationProfile) -> Limits:
+        """The limits of ``app`` on ``gpu_type`` (``profile``, its truth there; None: before
+        the job is placed) with the application's recipe: one object per (application, type)
+        and run, so a belief bound to them is recognised by identity."""
+        key = (app, gpu_type)
+        if key not in self._limits:
+            self._limits[key] = replace(profile.limits, **self._recipes[app])
+        return self._limits[key]
 
     def _view(self, job: Job, now: float) -> JobView:
         return JobView(
@@ -537,6 +609,8 @@ class Simulation:
         step, sync, total, iteration, rate = epoch_rates(
             profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
         )
+        if job.work is not None:  # lr-aware: the work is examples
+            rate = total / iteration
         job.plan = Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
         job.last_batch = job.total_batch
@@ -637,6 +711,13 @@ class Simulation:
 def _truth(profile: ApplicationProfile, gpu_type: str) -> ApplicationProfile:
     """A job's ground truth before it runs: its profile on the cluster's first GPU type."""
     return profile.for_type(gpu_type) if isinstance(profile, TypedProfile) else profile
+
+
+def _noise_prior(profile: ApplicationProfile) -> tuple[float, ...]:
+    """tr(Sigma) = M0 * grad_var in every epoch of a run at batch M0 (Limits.noise_prior)."""
+    lim = profile.limits
+    _, var = profile.grad_stats(lim.init_batch_size, np.arange(lim.max_epochs))
+    return tuple(float(v) for v in lim.init_batch_size * np.asarray(var, dtype=np.float64))
 
 
 def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:

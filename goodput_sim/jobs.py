@@ -18,6 +18,7 @@ from goodput_sim.profiles.base import ApplicationProfile
 
 if TYPE_CHECKING:  # the engine's types, named here for the fields only
     from goodput_sim.profiles.typed import TypedProfile
+    from goodput_sim.sim.lr_progress import StepLog
     from goodput_sim.sim.progress import Plan
 
 
@@ -234,6 +235,10 @@ class Job:
     type_history: list[str] = field(default_factory=list)
     type_beliefs: dict[str, JobBelief] = field(default_factory=dict)
     gpu_seconds_by_type: dict[str, float] = field(default_factory=dict)
+    # Learning-rate-aware progress (sim.lr_progress): the job's own work per epoch (its example
+    # budget; None: its profile's progress thresholds) and the steps it took, where recorded.
+    work: NDArray[np.float64] | None = None
+    step_log: StepLog | None = None
 
     def __post_init__(self) -> None:
         self.assign(np.zeros(self.num_nodes, dtype=np.int64))
@@ -241,6 +246,11 @@ class Job:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def thresholds(self) -> NDArray[np.float64]:
+        """Cumulative work by the end of each epoch: its profile's progress, or its own."""
+        return self.profile.progress_thresholds if self.work is None else self.work
 
     def assign(self, row: NDArray[np.int64], node_order: tuple[int, ...] | None = None) -> None:
         """Set the GPUs per node (a private, read-only copy; one shared read-only zero row for

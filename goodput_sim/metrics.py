@@ -59,7 +59,17 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
         **{
             f"avg_jct_{app}": float(part.mean()) for app, part in done.groupby("application")["jct"]
         },
+        **_seed_objectives(done),
     }
+
+
+def _seed_objectives(done: pd.DataFrame) -> dict[str, float]:
+    """Mean over finished jobs of seed 004's objectives relative to each job's static batch
+    (runs that recorded them: ``--seed-objective`` or ``--progress lr-aware``)."""
+    columns = ("lr_noise_vs_static", "final_loss_vs_static", "final_loss_tuned_vs_static")
+    if not all(c in done for c in columns):
+        return {}
+    return {f"avg_{c}": _mean(done[c]) for c in columns}
 
 
 def run_summary(result) -> dict[str, float | int]:

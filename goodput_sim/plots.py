@@ -171,28 +171,42 @@ def batch_rules_figure(
     workloads: list[str] | None = None,
     cluster: str = "",
 ) -> Figure:
-    """Average JCT (hours) per batch agent, grouped by scheduler, with 95% bootstrap intervals
-    across workloads."""
-    schedulers = list(dict.fromkeys(report["scheduler"]))
-    agents = list(dict.fromkeys(report["agent"]))
-    fig = new_figure(8.0, 4.4)
-    ax = fig.subplots()
-    width = 0.8 / max(len(agents), 1)
-    for k, agent in enumerate(agents):
-        part = report[report["agent"] == agent].set_index("scheduler").reindex(schedulers)
-        mean = part["avg_jct_s"].to_numpy(dtype=float) / 3600
-        low = part["avg_jct_ci_low_s"].to_numpy(dtype=float) / 3600
-        high = part["avg_jct_ci_high_s"].to_numpy(dtype=float) / 3600
-        errors = np.nan_to_num(np.stack([mean - low, high - mean]))
-        x = np.arange(len(schedulers)) + (k - (len(agents) - 1) / 2) * width
-        ax.bar(x, mean, width, yerr=errors, capsize=3, label=agent, color=PALETTE[k % len(PALETTE)])
-    ax.set_xticks(np.arange(len(schedulers)), schedulers)
-    ax.set_xlabel("scheduler")
-    ax.set_ylabel("average JCT (hours)")
+    """Each batch agent against the fixed batch under the same scheduler, per progress model
+    (rows): average JCT (left) and seed 004's own objective (right: learning-rate-weighted
+    noise under ``noise``, final loss under ``lr-aware``), with 95% paired bootstrap intervals.
+    Below 1 the agent beats the fixed batch."""
+    models = list(dict.fromkeys(report.get("progress", pd.Series(["noise"] * len(report)))))
+    if "progress" not in report:
+        report = report.assign(progress="noise")
+    objective = {"noise": "lr_noise", "lr-aware": "final_loss"}
+    fig = new_figure(11.0, 3.6 * len(models))
+    axes = np.atleast_2d(fig.subplots(len(models), 2, squeeze=False))
+    for row, model in enumerate(models):
+        mine = report[(report["progress"] == model) & (report["agent"] != "fixed")]
+        schedulers = list(dict.fromkeys(mine["scheduler"]))
+        agents = list(dict.fromkeys(mine["agent"]))
+        width = 0.8 / max(len(agents), 1)
+        for ax, key in zip(axes[row], ("jct", objective.get(model, "lr_noise")), strict=True):
+            if f"{key}_vs_fixed" not in mine:
+                continue
+            for k, agent in enumerate(agents):
+                part = mine[mine["agent"] == agent].set_index("scheduler").reindex(schedulers)
+                mean = part[f"{key}_vs_fixed"].to_numpy(dtype=float)
+                low = part[f"{key}_vs_fixed_ci_low"].to_numpy(dtype=float)
+                high = part[f"{key}_vs_fixed_ci_high"].to_numpy(dtype=float)
+                errors = np.nan_to_num(np.stack([mean - low, high - mean]))
+                x = np.arange(len(schedulers)) + (k - (len(agents) - 1) / 2) * width
+                color = PALETTE[k % len(PALETTE)]
+                ax.bar(x, mean, width, yerr=errors, capsize=2, label=agent, color=color)
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_xticks(np.arange(len(schedulers)), schedulers)
+            what = {"jct": "average JCT", "lr_noise": "LR-weighted noise"}.get(key, "final loss")
+            ax.set_ylabel(f"{what} / fixed batch's")
+            ax.set_title(f"progress model {model}: {what}", fontsize="medium")
+    axes[0][0].legend(title="batch agent", fontsize="x-small", ncols=2)
     count = len(workloads or [])
     on = f" on {cluster}" if cluster else ""
-    ax.set_title(f"Batch agents by scheduler: mean of {count} workload(s){on}, 95% bootstrap CI")
-    ax.legend(title="batch agent", fontsize="small", ncols=3)
+    fig.suptitle(f"Batch agents against the fixed batch: {count} workload(s){on}, 95% paired CI")
     return _save(fig, path)
 
 

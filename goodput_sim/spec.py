@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from goodput_sim.autoscale import AUTOSCALERS, AutoscaleConfig
 from goodput_sim.cluster import ClusterSpec
 from goodput_sim.errors import InputError
 from goodput_sim.failures import REPAIRS, Failure, FailureModel, read_failure_trace
+from goodput_sim.models.lr import parse_overrides
 
 if TYPE_CHECKING:
     from goodput_sim.engine import SimConfig
@@ -60,6 +61,7 @@ class Setting:
     choices: tuple[str, ...] = ()
     optional: bool = False  # None is a value (and the default means "off")
     option: bool = True  # a CLI option of its own (the autoscaler's parameters use --param)
+    parse: Callable[[str], Any] | None = None  # a free-form string's reader (ValueError: bad)
 
     @property
     def flag(self) -> str:
@@ -77,6 +79,8 @@ class Setting:
             return "true or false"
         if self.choices:
             return " or ".join(self.choices)
+        if self.parse is not None:
+            return self.help.rstrip(".")
         if self.kind is Path:
             return "a file"
         if self.kind is dict:
@@ -93,6 +97,8 @@ class Setting:
             return self.optional
         if self.choices:
             return value in self.choices
+        if self.parse is not None:
+            return _parses(self, value)
         if self.kind in (float, int):
             if not math.isfinite(value):
                 return False
@@ -125,6 +131,15 @@ def _number(x: float) -> str:
     return f"{x:.0f}" if float(x).is_integer() else f"{x:g}"
 
 
+def _parses(setting: Setting, value: Any) -> bool:
+    """Whether a free-form string setting's reader accepts ``value``."""
+    try:
+        setting.parse(value)
+    except (ValueError, TypeError):
+        return False
+    return isinstance(value, str)
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
@@ -135,6 +150,8 @@ def _typed(setting: Setting, value: Any) -> Any:
     if kind is bool:
         return value if isinstance(value, bool) else _INVALID
     if kind is str:
+        if setting.parse is not None:
+            return value if _parses(setting, value) else _INVALID
         return value if isinstance(value, str) and value in setting.choices else _INVALID
     if kind is Path:
         if isinstance(value, tuple) and all(isinstance(f, Failure) for f in value):
@@ -188,9 +205,7 @@ SETTINGS: tuple[Setting, ...] = (
         open_low=True,
         optional=True,
     ),
-    Setting(
-        "oracle", bool, False, "Policies see true throughput, not online fits.", "oracle"
-    ),
+    Setting("oracle", bool, False, "Policies see true throughput, not online fits.", "oracle"),
     Setting(
         "max_wall",
         float,
@@ -210,6 +225,45 @@ SETTINGS: tuple[Setting, ...] = (
         "Node order in which a split job reads measured step times (SPEC 5.9).",
         "placement_order",
         choices=("allocation", "node"),
+    ),
+    Setting(
+        "progress",
+        str,
+        "noise",
+        "How training progresses: by the gradient noise scale (Pollux), or by learning rate "
+        "and noise through a fixed example budget, reporting final loss (seed 004).",
+        "progress",
+        choices=("noise", "lr-aware"),
+    ),
+    Setting(
+        "lr_schedule",
+        str,
+        None,
+        "Learning-rate schedule of every application (cosine, step(at=0.5/0.75,factor=0.1), "
+        "cosine(floor=0.1), constant) or of some (cifar10:step,bert:cosine) [default: each "
+        "profile's, else its documented default].",
+        "lr_schedule",
+        optional=True,
+        parse=parse_overrides,
+    ),
+    Setting(
+        "lr_descent",
+        float,
+        5.0,
+        "lr-aware: e-folds of deterministic descent over a job's static-batch run.",
+        "lr_descent",
+        "",
+        0,
+        50,
+        open_low=True,
+    ),
+    Setting(
+        "seed_objective",
+        bool,
+        False,
+        "Record seed 004's objective per job (learning-rate-weighted noise, final loss); "
+        "always on with --progress lr-aware.",
+        "seed_objective",
     ),
     Setting(
         "mtbf",
@@ -349,9 +403,7 @@ def resolve_settings(values: Mapping[str, Any]) -> dict[str, Any]:
     return {s.name: s.convert(values[s.name]) if s.name in values else s.default for s in SETTINGS}
 
 
-def build_config(
-    values: Mapping[str, Any], seed: int = 0, nodes: int | None = None
-) -> SimConfig:
+def build_config(values: Mapping[str, Any], seed: int = 0, nodes: int | None = None) -> SimConfig:
     """The SimConfig of flat setting ``values`` (missing ones at their defaults): failures are
     seeded with the run's ``seed`` and a failure trace file is read and checked against
     ``nodes`` (the cluster's, or ``max_nodes`` when autoscaling)."""

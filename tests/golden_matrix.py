@@ -80,7 +80,12 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
         def go():
             workload, profiles, cluster = inputs(setting)
             return api.run(
-                policy, workload, profiles, cluster, config=config, agent=agent,
+                policy,
+                workload,
+                profiles,
+                cluster,
+                config=config,
+                agent=agent,
                 params=params or PARAMS.get(policy),
             )
 
@@ -106,6 +111,19 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
     for name, value in (("candidates", 2), ("quiet_seconds", 300.0)):
         out[f"homogeneous/goodput/{name}={value:g}"] = run(
             "homogeneous", "goodput", params={name: value}
+        )
+    # Progress models (issue 19): the learning-rate-aware model, and seed 004's objective
+    # recorded under the noise model, on typed profiles with the tail agent, blind and
+    # forecasting, and under goodput's own agent.
+    lr_aware = SimConfig(progress="lr-aware")
+    recorded = SimConfig(seed_objective=True)
+    for policy in ("tiresias", "goodput"):
+        out[f"sia-mix/{policy}/progress=lr-aware"] = run("sia-mix", policy, lr_aware)
+        out[f"sia-mix/{policy}/agent=tail-weighted/forecast/progress=lr-aware"] = run(
+            "sia-mix", policy, lr_aware, agent="tail-weighted", params={"forecast": True}
+        )
+        out[f"sia-mix/{policy}/agent=tail-weighted/seed-objective"] = run(
+            "sia-mix", policy, recorded, agent="tail-weighted"
         )
     return out
 

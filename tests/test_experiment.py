@@ -39,22 +39,36 @@ def test_bootstrap_interval_covers_the_mean_at_about_its_level():
 
 def test_batch_rules_reports_and_resumes(small_workloads, tmp_path):
     out = tmp_path / "br"
-    args = dict(agents=("fixed", "critical-compute", "tail-weighted"), schedulers=("tiresias",))
+    agents = ("fixed", "critical-compute", "tail-blind", "tail-hindsight")
+    args = dict(agents=agents, schedulers=("tiresias",), seeds=(0, 1))
     result = run_batch_rules(small_workloads, out, progress=False, **args)
-    report = result.report.set_index("agent")
-    assert list(report.index) == ["fixed", "critical-compute", "tail-weighted"]
-    assert (report["workloads"] == 2).all()
-    assert (report["avg_jct_ci_low_s"] <= report["avg_jct_s"]).all()
-    assert (report["avg_jct_s"] <= report["avg_jct_ci_high_s"]).all()
-    assert report.loc["fixed", "jct_vs_fixed"] == pytest.approx(1.0)
-    runs = result.runs
-    for agent in report.index:
-        mine = runs[runs["label"] == agent]
-        assert report.loc[agent, "avg_jct_s"] == pytest.approx(mine["avg_jct"].mean())
-        assert report.loc[agent, "gpu_hours"] == pytest.approx(mine["gpu_hours"].mean())
+    assert list(result.report["progress"].unique()) == ["noise", "lr-aware"]
+    for model, part in result.report.groupby("progress", sort=False):
+        report = part.set_index("agent")
+        assert list(report.index) == list(agents)
+        assert (report["runs"] == 4).all()  # 2 workloads x 2 seeds, paired
+        assert (report["avg_jct_ci_low_s"] <= report["avg_jct_s"]).all()
+        assert (report["avg_jct_s"] <= report["avg_jct_ci_high_s"]).all()
+        # the fixed batch is its own static batch: ratio 1 on every objective
+        for key in ("jct", "lr_noise", "final_loss"):
+            assert report.loc["fixed", f"{key}_vs_fixed"] == pytest.approx(1.0)
+        assert report.loc["fixed", "lr_noise_vs_static"] == pytest.approx(1.0)
+        # four pairs are below the minimum for an interval: none is printed
+        assert np.isnan(report.loc["tail-blind", "jct_vs_fixed_ci_low"])
+        runs = result.runs[result.runs["progress"] == model]
+        for agent in report.index:
+            mine = runs[runs["label"] == agent]
+            assert report.loc[agent, "avg_jct_s"] == pytest.approx(mine["avg_jct"].mean())
+            assert report.loc[agent, "final_loss_vs_static"] == pytest.approx(
+                mine["avg_final_loss_vs_static"].mean()
+            )
+    # the fixed agent takes the same time under both models (its budget is its own)
+    times = result.report.set_index(["agent", "progress"])["avg_jct_s"]
+    assert times["fixed", "noise"] == pytest.approx(times["fixed", "lr-aware"], rel=1e-9)
     assert (out / "report.csv").is_file() and (out / "batch_rules.png").is_file()
     saved = json.loads((out / "report.json").read_text())
-    assert saved["workloads"] == ["slice-0", "slice-1"] and len(saved["report"]) == 3
+    assert saved["workloads"] == ["slice-0", "slice-1"] and len(saved["report"]) == 8
+    assert {"lr_noise_vs_fixed", "final_loss_vs_fixed"} <= set(saved["report"][0])
     # Resume: finished runs are kept, not redone.
     folders = sorted((out / "runs").rglob("summary.json"))
     stamps = [p.stat().st_mtime_ns for p in folders]
@@ -79,9 +93,12 @@ def test_batch_rules_cli(small_workloads, tmp_path):
             str(tmp_path / "o"),
             "--workers",
             "1",
+            "--seeds",
+            "0",
         ],
     )
     assert result.exit_code == 0, result.output
     assert "tiresias    goodput" in result.output and "vs fixed" in result.output
+    assert "lr-aware" in result.output and "(n<5)" in result.output
     bad = CliRunner().invoke(main, ["experiment", "batch-rules", "--agents", "magic"])
     assert bad.exit_code == 2 and "--agents" in bad.output

@@ -44,6 +44,10 @@ OTHER = {
     "oracle": True,
     "max_wall": 600.0,
     "placement_order": "node",
+    "progress": "lr-aware",
+    "lr_schedule": "cifar10:constant,bert:cosine(floor=0.1)",
+    "lr_descent": 3.0,
+    "seed_objective": True,
     "mtbf": 24.0,
     "repair_hours": 2.0,
     "repair": "exponential",
@@ -243,7 +247,8 @@ def test_every_setting_is_a_config_file_key(tmp_path):
     """One ``--config`` file sets every setting (failures by MTBF); the manifest records the
     config the declarations build from them."""
     (tmp_path / "jobs.csv").write_text(SMALL)
-    values = {k: v for k, v in OTHER.items() if k not in ("failure_trace", "max_wall")}
+    apart = ("failure_trace", "max_wall", "progress", "seed_objective")  # refused with failures
+    values = {k: v for k, v in OTHER.items() if k not in apart}
     config = tmp_path / "run.yaml"
     config.write_text(
         json.dumps({"policy": "fifo", "workload": str(tmp_path / "jobs.csv"), **values})
@@ -256,3 +261,21 @@ def test_every_setting_is_a_config_file_key(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     wanted = build_config({**values, "autoscaler_params": {"slack_nodes": "1"}})  # as text
     assert config_from_record(manifest["config"]) == wanted
+
+
+def test_progress_settings_are_config_file_keys(tmp_path):
+    """The progress settings are refused with failures, so they get a run of their own."""
+    (tmp_path / "jobs.csv").write_text(SMALL)
+    names = ("progress", "lr_schedule", "lr_descent", "seed_objective")
+    values = {k: OTHER[k] for k in names}
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        json.dumps({"policy": "fifo", "workload": str(tmp_path / "jobs.csv"), **values})
+    )
+    out = tmp_path / "o"
+    result = CliRunner().invoke(
+        main, ["run", "--config", str(config), "--cluster", "2x4", "--out", str(out), "--quiet"]
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert config_from_record(manifest["config"]) == build_config(values)

@@ -38,6 +38,11 @@ class BatchAgent(SimulationBound, ABC):
     def __init__(self, **values: Any):
         self.values = resolve(type(self).params, values, f"agent {self.name}")
 
+    @property
+    def reads_noise_prior(self) -> bool:
+        """Whether this agent reads ``Limits.noise_prior`` (the engine sets it only then)."""
+        return False
+
     @abstractmethod
     def configs(
         self,

@@ -12,6 +12,12 @@ one epoch) it plans causally from a moving average of what it has measured, whic
 :func:`goodput_sim.models.tail.plan` shows, makes it blind to the noise: batches follow
 ``sqrt(c_t)`` alone. Each epoch runs at the mean batch of its steps, within the job's limits on
 its GPUs.
+
+``forecast = true`` makes the causal plan see the noise: at each plan the noise ahead is the
+application's trajectory from an earlier run at batch M0 (``Limits.noise_prior``, its profile's),
+scaled to the latest measurement. The scale cancels under the budget, so the plan follows that
+trajectory's shape. The blind plan (``window`` >= 1) and the hindsight plan (``window = 0``) are
+its bounds.
 """
 
 from __future__ import annotations
@@ -43,7 +49,17 @@ class TailWeighted(BatchAgent):
         ),
         Param("window", int, 1, "epochs per planning window (0: plan all at once)", 0, 1000),
         Param("steps_per_epoch", int, 16, "grid resolution of the schedule", 1, 1024),
+        Param(
+            "forecast",
+            bool,
+            False,
+            "causal plan: forecast the noise ahead from the application's earlier trajectory",
+        ),
     )
+
+    @property
+    def reads_noise_prior(self) -> bool:
+        return bool(self.values["forecast"]) and self.values["window"] > 0
 
     def __init__(self, **values):
         super().__init__(**values)
@@ -58,12 +74,19 @@ class TailWeighted(BatchAgent):
         schedule = lim.lr_schedule or self.values["schedule"]
         low, high = float(lim.init_batch_size), float(lim.max_batch_size)
         static = float(np.clip(requested_batch, low, high))
-        if self.values["window"]:  # causal: the same as the noise-blind plan, memoised
+        forecast = self.reads_noise_prior and lim.noise_prior is not None
+        if self.values["window"] and not forecast:  # blind: memoised
             args = (schedule, per_epoch, lim.max_epochs, upcoming, static, low, high)
             steps = self._noise_blind(*args)
         else:
             rates = learning_rates(schedule, lim.max_epochs * per_epoch)[-upcoming * per_epoch :]
-            noise = np.repeat(lim.init_batch_size * np.asarray(grad_var, np.float64), per_epoch)
+            if forecast:  # the earlier run's trajectory from here on
+                ahead = np.asarray(lim.noise_prior[lim.max_epochs - upcoming :], np.float64)
+                measured = lim.init_batch_size * float(np.atleast_1d(grad_var)[0])
+                trace = measured * ahead / max(ahead[0], 1e-300)
+            else:  # hindsight: what the job will measure
+                trace = lim.init_batch_size * np.asarray(grad_var, np.float64)
+            noise = np.repeat(trace, per_epoch)
             steps = plan(rates, np.maximum(noise, 1e-12), static * len(rates), low, high).batches
         epoch_batch = steps.reshape(upcoming, per_epoch).mean(axis=1)
         total = np.clip(epoch_batch, max(low, lim.min_local_bsz * replicas), high)

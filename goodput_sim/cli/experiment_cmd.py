@@ -25,6 +25,28 @@ def _names(text: str, known, option: str) -> tuple[str, ...]:
     return names
 
 
+def _versus(row, key: str) -> str:
+    """``+x% (lo..hi)`` of a report row's ratio to the fixed agent, ``-`` where absent."""
+    ratio = getattr(row, f"{key}_vs_fixed", float("nan"))
+    low = getattr(row, f"{key}_vs_fixed_ci_low", float("nan"))
+    high = getattr(row, f"{key}_vs_fixed_ci_high", float("nan"))
+    if math.isnan(ratio):
+        return "-"
+    interval = "(n<5)" if math.isnan(low) else f"({low - 1:+.1%}..{high - 1:+.1%})"
+    return f"{ratio - 1:+.1%} {interval}"
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    """``--seeds``: comma-separated non-negative integers."""
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise InputError("--seeds", f"expected comma-separated integers, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise InputError("--seeds", f"expected non-negative integers, got {text!r}")
+    return seeds
+
+
 def _hours(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{seconds / 3600:.2f}"
 
@@ -48,13 +70,35 @@ def _hours(seconds: float) -> str:
     show_default=True,
 )
 @click.option(
+    "--seeds",
+    default="0,1,2",
+    show_default=True,
+    help="Comma-separated seeds: 0 replays each workload, others resample it.",
+)
+@click.option(
+    "--progress",
+    "models",
+    default="noise,lr-aware",
+    show_default=True,
+    help="Comma-separated progress models to run under.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-def batch_rules_cmd(workloads, profiles, cluster, agents, schedulers, workers, out, fmt) -> None:
-    """Batch agents x schedulers on a set of workloads: average JCT with 95% bootstrap
-    intervals across workloads, GPU-hours, examples, and each agent against the fixed one."""
+def batch_rules_cmd(
+    workloads, profiles, cluster, agents, schedulers, workers, out, seeds, models, fmt
+) -> None:
+    """Batch agents x schedulers on a set of workloads (replayed and resampled), under both
+    progress models: average JCT with 95% bootstrap intervals, GPU-hours, and each agent
+    against the fixed one in JCT and in seed 004's own objective (learning-rate-weighted
+    noise; final loss), with paired intervals."""
     from goodput_sim.api import bundled_workload
-    from goodput_sim.experiments.batch_rules import AGENTS, SCHEDULERS, run_batch_rules
+    from goodput_sim.experiments.batch_rules import (
+        AGENTS,
+        PROGRESS_MODELS,
+        SCHEDULERS,
+        run_batch_rules,
+    )
 
     files: list[Path] = []
     for path in workloads or (bundled_workload(),):
@@ -70,28 +114,27 @@ def batch_rules_cmd(workloads, profiles, cluster, agents, schedulers, workers, o
         _names(agents, list(AGENTS), "--agents") if agents else tuple(AGENTS),
         _names(schedulers, SCHEDULERS, "--schedulers") if schedulers else SCHEDULERS,
         progress=fmt == "table",
+        seeds=_seeds(seeds),
+        models=_names(models, list(PROGRESS_MODELS), "--progress"),
     )
     if fmt == "json":
         click.echo(jsonio.dumps(result.as_json(), sort_keys=False))
         return
     report = result.report
     click.echo(
-        f"{len(result.workloads)} workload(s), cluster {cluster}; average JCT in hours with a 95% "
-        "bootstrap interval across workloads"
+        f"{len(result.workloads)} workload(s) x seeds {seeds}, cluster {cluster}. Against the "
+        "fixed batch under the same scheduler (paired by workload and seed, 95% bootstrap "
+        "interval): average JCT, and seed 004's objective per job relative to its static "
+        "batch: LR-weighted noise (lr-noise) and final loss under the lr-aware model (loss)."
     )
     click.echo(
-        f"{'scheduler':<11} {'agent':<17} {'avg JCT':>8} {'95% CI':>13} {'GPU-h':>8} "
-        f"{'examples':>10} {'vs fixed':>9} {'95% CI':>15}"
+        f"{'progress':<9} {'scheduler':<11} {'agent':<16} {'runs':>4} {'avg JCT h':>9} "
+        f"{'JCT vs fixed':>24} {'lr-noise vs fixed':>24} {'loss vs fixed':>24}"
     )
     for row in report.itertuples():
-        ci = f"{_hours(row.avg_jct_ci_low_s)}-{_hours(row.avg_jct_ci_high_s)}"
-        ratio = getattr(row, "jct_vs_fixed", float("nan"))
-        low = getattr(row, "jct_vs_fixed_ci_low", float("nan"))
-        high = getattr(row, "jct_vs_fixed_ci_high", float("nan"))
-        versus = "-" if math.isnan(ratio) else f"{ratio - 1:+.1%}"
-        versus_ci = "-" if math.isnan(low) else f"{low - 1:+.1%}..{high - 1:+.1%}"
+        cells = [_versus(row, key) for key in ("jct", "lr_noise", "final_loss")]
         click.echo(
-            f"{row.scheduler:<11} {row.agent:<17} {_hours(row.avg_jct_s):>8} {ci:>13} "
-            f"{row.gpu_hours:>8.1f} {row.examples:>10.3g} {versus:>9} {versus_ci:>15}"
+            f"{row.progress:<9} {row.scheduler:<11} {row.agent:<16} {row.runs:>4} "
+            f"{_hours(row.avg_jct_s):>9} {cells[0]:>24} {cells[1]:>24} {cells[2]:>24}"
         )
     click.echo(f"\nreport.csv, report.json, batch_rules.png and every run: {out}")

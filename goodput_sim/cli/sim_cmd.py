@@ -28,7 +28,7 @@ from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
-from goodput_sim.spec import SETTINGS, Setting, build_config
+from goodput_sim.spec import SETTINGS, Setting, build_config, with_settings
 
 _policies_option = click.option(
     "--policies",
@@ -528,6 +528,13 @@ def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
     default=None,
     help="Results folder (default: results/<experiment name>, or results/sweep).",
 )
+@click.option(
+    "--progress",
+    "progress_model",
+    type=click.Choice(["noise", "lr-aware"]),
+    default=None,
+    help="Progress model of every run [default: noise, or the experiment file's].",
+)
 @_quiet_option
 def sweep_cmd(
     experiment,
@@ -541,6 +548,7 @@ def sweep_cmd(
     workers,
     scheduler,
     out,
+    progress_model,
     quiet,
 ) -> None:
     """Run a resumable grid of runs: an EXPERIMENT file (policies x workloads x loads x seeds x
@@ -556,6 +564,11 @@ def sweep_cmd(
                 None, "an EXPERIMENT file names its own policies and workloads", "--workloads"
             )
         spec = load_experiment(experiment)
+        config = spec.config
+        if progress_model is not None:
+            if "progress" in (spec.settings or {}):
+                raise InputError("--progress", f"{experiment} sweeps progress in its settings")
+            config = with_settings(config, {"progress": progress_model})
         out = _sweep_folder(out or Path("results") / spec.name)
         table = run_grid(
             spec.policies,
@@ -566,7 +579,7 @@ def sweep_cmd(
             clusters=spec.clusters,
             intervals=spec.intervals,
             profiles=spec.profiles,
-            config=spec.config,
+            config=config,
             settings=spec.settings,
             workers=workers,
             scheduler=scheduler,
@@ -596,6 +609,7 @@ def sweep_cmd(
             cluster,
             workers=workers,
             scheduler=scheduler,
+            config=build_config({"progress": progress_model or "noise"}),
             agent=agent,
             params=parse_assignments(params),
             progress=not quiet,

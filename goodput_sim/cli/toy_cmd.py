@@ -9,12 +9,26 @@ JSON output (``--format json``), stable keys:
   ``reached``, ``unreachable`` or ``not_reached_within_limit``; ``updates``, ``seconds`` and
   ``examples`` are null unless reached; a ``fastest`` entry has null batch/seconds if no batch
   reached the target for that sigma.
+* ``toy critical-batch`` -> ``{"rows": [{"application", "init_batch_size", "max_batch_size",
+  "noise_scale_start", "noise_scale_end", "growth", "s_min", "e_min", "b_crit",
+  "fit_rms_log_error", "b_crit_over_max", "b_crit_extrapolated", "b_crit_iterations",
+  "b_crit_iterations_extrapolated", "iterations_fit_rms_log_error",
+  "b_crit_iterations_profile_batches"}, ...]}``; ``*_extrapolated`` is true when that B_crit
+  exceeds ``max_batch_size``; ``b_crit_iterations_profile_batches`` is null for a profile that
+  tabulates no batch sizes.
+* ``toy tail-weighted`` -> ``{"setting": {"steps", "static_batch", "low", "high"}, "rows":
+  [{"schedule", "first_batch", "last_batch", "min_batch", "max_batch", "objective",
+  "integer_objective", "static_objective", "reduction_vs_static",
+  "integer_over_continuous"}, ...]}``; with ``--seed-setting`` ->
+  ``{"setting", "row", "published", "target_integer_reduction", "distance", "integer_miss",
+  "matches", "verdict"}`` (:func:`goodput_sim.models.tail.stage1_report`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -142,8 +156,16 @@ def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
         "S_min",
         "E_min",
         "B_crit",
+        "/max B",
         "fit rms",
+        "B_crit iter",
+        "iter rms",
+        "at own B",
     ]
+
+    def marked(value: float, extrapolated: bool) -> str:
+        return f"{value:.4g}" + ("*" if extrapolated else " ")
+
     cells = [
         [
             r["application"],
@@ -154,15 +176,35 @@ def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
             f"{r['growth']:.3g}x",
             f"{r['s_min']:.4g}",
             f"{r['e_min']:.4g}",
-            f"{r['b_crit']:.4g}",
+            marked(r["b_crit"], r["b_crit_extrapolated"]),
+            f"{r['b_crit_over_max']:.3g}x",
             f"{r['fit_rms_log_error']:.1%}",
+            marked(r["b_crit_iterations"], r["b_crit_iterations_extrapolated"]),
+            f"{r['iterations_fit_rms_log_error']:.1%}",
+            "-"
+            if r["b_crit_iterations_profile_batches"] is None
+            else marked(
+                r["b_crit_iterations_profile_batches"],
+                r["b_crit_iterations_profile_batches"] > r["max_batch_size"],
+            ),
         ]
         for r in rows
     ]
     click.echo(_table(headers, cells))
     click.echo(
+        "\n* B_crit beyond max B, the largest batch the profile holds: an extrapolation (the"
+        "\n  fitted batches never reach the bend of the curve); /max B is B_crit over max B."
         "\nB_noise = M0 * grad_var / grad_sqr at batch M0, first and last epoch; S_min, E_min,"
-        "\nB_crit fitted to the steps and examples to finish at 12 fixed batches."
+        "\nB_crit fitted to the steps and examples to finish at 12 fixed batches. The fit is"
+        "\nclose by construction: the simulator's steps per epoch are S_e (1 + B_noise_e/B), the"
+        "\nfitted curve exactly when the statistics do not depend on B, so a small rms is no"
+        "\nevidence for the law. B_crit iter: the same fit to the profile's own iteration"
+        "\ncounts at the last epoch (measured profiles: the measurement files) at the same 12"
+        "\nbatches, where counts between measured batches are interpolated linearly in B (up to"
+        "\n12% too many steps halfway between doublings); at own B: at the profile's own"
+        "\ntabulated batches only. Bundled profiles derive their counts from the same gain, so"
+        "\ntheir B_crit iter equals B_crit. Far past max B a fit finds no bend and is"
+        "\nill-determined: it can move by orders of magnitude with the batches used."
     )
 
 
@@ -171,13 +213,37 @@ def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
 @click.option("--static-batch", type=click.IntRange(1), default=16, show_default=True)
 @click.option("--low", type=click.IntRange(1), default=8, show_default=True)
 @click.option("--high", type=click.IntRange(1), default=64, show_default=True)
+@click.option(
+    "--seed-setting",
+    is_flag=True,
+    help="Instead: the closest setting found to seed 004's own stage-1 toy, beside its figures.",
+)
 @_FORMAT
-def tail_weighted_cmd(steps: int, static_batch: int, low: int, high: int, fmt: str) -> None:
+@click.pass_context
+def tail_weighted_cmd(
+    ctx: click.Context,
+    steps: int,
+    static_batch: int,
+    low: int,
+    high: int,
+    seed_setting: bool,
+    fmt: str,
+) -> None:
     """Seed 004: the tail-weighted schedule under the static batch's example budget, per
     learning-rate schedule, with constant noise."""
     from goodput_sim.errors import InputError
     from goodput_sim.models.tail import tail_weighted_report
 
+    if seed_setting:
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in ("steps", "static_batch", "low", "high")
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            raise InputError("--seed-setting", f"fixes its own setting; drop {', '.join(given)}")
+        _print_seed_setting(fmt)
+        return
     if not low <= static_batch <= high:
         raise InputError("--static-batch", f"must lie within [--low, --high] = [{low}, {high}]")
     rows = tail_weighted_report(steps, static_batch, low, high)
@@ -215,3 +281,73 @@ def tail_weighted_cmd(steps: int, static_batch: int, low: int, high: int, fmt: s
         f"\n{steps} steps, budget {steps * static_batch} examples (static batch {static_batch}),"
         f" batches in [{low}, {high}], constant noise; objective = sum_t c_t s_t / B_t."
     )
+
+
+def _noise_text(setting: dict) -> str:
+    """The stage-1 setting's noise schedule in words."""
+    shape, end = setting["noise_shape"], setting.get("noise_end", 1.0)
+    if shape == "exponential":
+        return f"{end:g} + {1 - end:g} exp(-t/{setting['noise_time_constant']:g})"
+    if shape == "constant":
+        return "constant"
+    return f"{shape} from 1 to {end:g}"
+
+
+def _print_seed_setting(fmt: str) -> None:
+    """``toy tail-weighted --seed-setting``: our closest stage-1 row beside the seed's."""
+    from goodput_sim.models.tail import stage1_report
+
+    report = stage1_report()
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2))
+        return
+    setting, ours, pub = report["setting"], report["row"], report["published"]
+    headers = [
+        "",
+        "B_1",
+        "B_tau",
+        "range",
+        "objective",
+        "integer",
+        "static",
+        "vs static",
+        "int/cont",
+    ]
+    cells = [
+        [
+            "seed 004 (published)",
+            str(pub["first_batch"]),
+            str(pub["last_batch"]),
+            f"{pub['min_batch']}-{pub['max_batch']}",
+            "-",
+            f"{pub['integer_objective']:.6g}",
+            f"{pub['static_objective']:.6g}",
+            f"{-report['target_integer_reduction']:+.3%}",
+            f"{pub['integer_over_continuous']:.5f}",
+        ],
+        [
+            f"ours: {ours['schedule']}",
+            str(ours["first_batch"]),
+            str(ours["last_batch"]),
+            f"{ours['min_batch']}-{ours['max_batch']}",
+            f"{ours['objective']:.6g}",
+            f"{ours['integer_objective']:.6g}",
+            f"{ours['static_objective']:.6g}",
+            f"{-ours['integer_reduction_vs_static']:+.3%}",
+            f"{ours['integer_over_continuous']:.5f}",
+        ],
+    ]
+    click.echo(_table(headers, cells))
+    steps, static = setting["steps"], setting["static_batch"]
+    rate = f"{setting['lr_schedule']} decaying to {setting['lr_floor']:g} of the base rate"
+    note = (
+        f"{steps} steps, budget {steps * static} examples (static batch {static}), batches in"
+        f" [{setting['low']}, {setting['high']}]; learning rate {rate}; noise"
+        f" {_noise_text(setting)}, t = 0..{steps - 1}. vs static: integer objective against"
+        f" static; the seed prints {pub['integer_reduction_vs_static']:.2%}, its two objectives"
+        " give the figure above. Objectives are in units of the base rate x the first step's"
+        " noise (the seed's in its own), so compare ratios. Continuous against static (ours):"
+        f" {-ours['reduction_vs_static']:+.3%}."
+    )
+    lines = ["", textwrap.fill(note, 96), textwrap.fill(report["verdict"], 96)]
+    click.echo("\n".join(lines))

@@ -1,6 +1,15 @@
 """The critical batch size (seed 002; McCandlish et al., 2018): the steps-examples trade-off
 ``S = S_min (1 + B_crit/B)``, ``E = E_min (1 + B/B_crit)`` with ``E_min = S_min B_crit``, fitted
-to (steps, examples) pairs, and how an application's noise scale moves during training."""
+to (steps, examples) pairs, and how an application's noise scale moves during training.
+
+Two cautions, both reported by :func:`critical_batch_report`. The fit to the simulator's own
+steps is close by construction: a job needs ``sum_e P_e / gain_e(B)`` steps, and with the gain
+``(var + sqr) / (var M0/B + sqr)`` each epoch is ``S_e (1 + B_noise,e / B)``, so the sum is
+exactly the curve ``(S/S_min - 1)(E/E_min - 1) = 1`` whenever the gradient statistics do not
+depend on B; its small residual comes only from statistics that do. A good fit is therefore no
+evidence that an application follows the law. And a B_crit beyond the largest batch the
+profile holds (``limits.max_batch_size``) is an extrapolation: the fitted batches never reach
+the bend of the curve."""
 
 from __future__ import annotations
 
@@ -11,6 +20,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.models.efficiency import gain, noise_scale
 from goodput_sim.profiles.base import ApplicationProfile
+from goodput_sim.profiles.typed import TypedProfile
+
+FIT_BATCHES = 12
+"""Fixed batch sizes per critical-batch fit, spread geometrically over the valid range."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +116,9 @@ def steps_and_examples_to_finish(
     return steps, steps * batches
 
 
-def profile_critical_batch(profile: ApplicationProfile, count: int = 12) -> CriticalBatchFit:
+def profile_critical_batch(
+    profile: ApplicationProfile, count: int = FIT_BATCHES
+) -> CriticalBatchFit:
     """The critical-batch fit of a whole training run of ``profile``, from ``count`` fixed batch
     sizes spread geometrically over its valid range."""
     lim = profile.limits
@@ -111,14 +126,54 @@ def profile_critical_batch(profile: ApplicationProfile, count: int = 12) -> Crit
     return fit_critical_batch(*steps_and_examples_to_finish(profile, batches))
 
 
+def iterations_to_finish(
+    profile: ApplicationProfile, batches: ArrayLike
+) -> tuple[NDArray, NDArray]:
+    """Optimizer steps and examples to finish at each fixed batch, read from the profile's own
+    iteration counts (``iterations`` at the last epoch; for a measured profile, the measurement
+    files, linear in the batch between measured batches)."""
+    batches = np.asarray(batches, dtype=np.float64)
+    steps = np.asarray(
+        profile.iterations(batches, np.full(batches.shape, profile.limits.max_epochs - 1)),
+        dtype=np.float64,
+    )
+    return steps, steps * batches
+
+
+def profile_batches(profile: ApplicationProfile) -> NDArray | None:
+    """The batch sizes the profile tabulates its statistics and iteration counts at (measured
+    or validated), or None if it has none."""
+    if isinstance(profile, TypedProfile):
+        profile = profile.for_type(profile.gpu_types[0])
+    sizes = getattr(profile, "batch_sizes", None)
+    return None if sizes is None else np.asarray(sizes, dtype=np.float64)
+
+
+def iterations_critical_batch(
+    profile: ApplicationProfile, batches: ArrayLike | None = None
+) -> CriticalBatchFit:
+    """The critical-batch fit of the profile's own iteration counts at ``batches`` (default: the
+    :data:`FIT_BATCHES` batches of :func:`profile_critical_batch`), to compare with it."""
+    if batches is None:
+        lim = profile.limits
+        batches = np.geomspace(lim.init_batch_size, lim.max_batch_size, FIT_BATCHES)
+    return fit_critical_batch(*iterations_to_finish(profile, batches))
+
+
 def critical_batch_report(profiles: dict[str, ApplicationProfile]) -> list[dict]:
-    """Per application: the noise scale at the start and end of training (its ratio) and the
-    critical-batch fit of the whole run; the headline numbers of ``toy critical-batch``."""
+    """Per application: the noise scale at the start and end of training (its ratio), the
+    critical-batch fit of the whole run, whether its B_crit lies beyond the largest batch (and
+    how far), and the same fit to the profile's own iteration counts, at the fit's batches and
+    at the profile's tabulated batches; the headline numbers of ``toy critical-batch``."""
     rows = []
     for name in sorted(profiles):
         profile = profiles[name]
         trajectory = noise_trajectory(profile)
         fit = profile_critical_batch(profile)
+        by_iterations = iterations_critical_batch(profile)
+        own = profile_batches(profile)
+        at_own = None if own is None or len(own) < 2 else iterations_critical_batch(profile, own)
+        largest = profile.limits.max_batch_size
         rows.append(
             {
                 "application": name,
@@ -131,6 +186,12 @@ def critical_batch_report(profiles: dict[str, ApplicationProfile]) -> list[dict]
                 "e_min": fit.e_min,
                 "b_crit": fit.b_crit,
                 "fit_rms_log_error": fit.rms_log_error,
+                "b_crit_over_max": fit.b_crit / largest,
+                "b_crit_extrapolated": bool(fit.b_crit > largest),
+                "b_crit_iterations": by_iterations.b_crit,
+                "b_crit_iterations_extrapolated": bool(by_iterations.b_crit > largest),
+                "iterations_fit_rms_log_error": by_iterations.rms_log_error,
+                "b_crit_iterations_profile_batches": None if at_own is None else at_own.b_crit,
             }
         )
     return rows

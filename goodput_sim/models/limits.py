@@ -22,6 +22,10 @@ class Limits:
     # The learning-rate schedule the application trains with (constant, step or cosine), for
     # agents that plan batches around it; None: the agent's default.
     lr_schedule: str | None = None
+    # The application's per-example gradient covariance trace tr(Sigma) in each epoch of an
+    # earlier run at batch M0 (its profile's trajectory), for agents that forecast the noise;
+    # set by the engine only for agents that ask for it (``BatchAgent.reads_noise_prior``).
+    noise_prior: tuple[float, ...] | None = None
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, problem) for every limit out of its valid range; empty when all are valid."""

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from goodput_sim.errors import InputError
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.limits import Limits
-from goodput_sim.models.tail import SCHEDULES
+from goodput_sim.models.lr import parse_schedule
 from goodput_sim.models.throughput import gamma_norm
 from goodput_sim.profiles.base import (
     ApplicationProfile,
@@ -100,7 +100,7 @@ class ParametricProfile(ApplicationProfile):
             )
         self.name = name.strip()
         limits = _require(data, "limits", source)
-        optional = {"max_replicas", "fixed_batch_size", "lr_schedule"}
+        optional = {"max_replicas", "fixed_batch_size", "lr_schedule", "noise_prior"}
         try:
             values = {
                 k: _require(limits, k, source, "limits")
@@ -116,12 +116,11 @@ class ParametricProfile(ApplicationProfile):
             raise InputError(source, "limits must be integers", where="field limits") from None
         for field, problem in self.limits.problems():
             raise InputError(source, problem, where=f"field limits.{field}")
-        if schedule is not None and schedule not in SCHEDULES:
-            raise InputError(
-                source,
-                f"unknown learning-rate schedule {schedule!r}; known: {', '.join(SCHEDULES)}",
-                where="field limits.lr_schedule",
-            )
+        if schedule is not None:
+            try:
+                parse_schedule(schedule)
+            except ValueError as problem:
+                raise InputError(source, str(problem), where="field limits.lr_schedule") from None
         tp = _require(data, "throughput", source)
         compute = _require(tp, "compute", source, "throughput")
         self._knot_bsz = _array(compute, "local_bsz", source, "throughput.compute")

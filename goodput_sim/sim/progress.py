@@ -57,7 +57,7 @@ def epoch_crossing(job: Job, plan: Plan, seconds: float) -> tuple[int, NDArray, 
     """Training ``seconds`` from the job's current state on its plan: (epoch boundaries
     crossed, seconds each remaining epoch takes, their cumulative sum). ``crossed`` equal to
     the number of remaining epochs means the job finishes within ``seconds``."""
-    thresholds = job.profile.progress_thresholds
+    thresholds = job.thresholds
     rates = plan.rate[job.epoch - plan.first_epoch :]
     segments = np.diff(thresholds[job.epoch :])
     segments[0] = thresholds[job.epoch + 1] - job.progress
@@ -75,7 +75,7 @@ def advance_job(job: Job, start: float, end: float) -> None:
     stop = end
     if t < end:
         plan = job.plan
-        thresholds = job.profile.progress_thresholds
+        thresholds = job.thresholds
         k0 = job.epoch - plan.first_epoch
         available = end - t
         rate = plan.rate[k0]
@@ -97,12 +97,15 @@ def advance_job(job: Job, start: float, end: float) -> None:
 def _cross_epochs(job: Job, plan: Plan, k0: int, t: float, available: float) -> float | None:
     """Advance a job whose interval from ``t`` (``available`` seconds) crosses epoch
     boundaries, epoch by epoch at the plan's rates; returns its finish time if it ends."""
-    thresholds = job.profile.progress_thresholds
+    thresholds = job.thresholds
     crossed, durations, cumulative = epoch_crossing(job, plan, available)
     remaining = len(durations)
     _observe(job, plan, k0, min(crossed + 1, remaining))
     samples = plan.samples[k0:]
     job.examples += float(durations[:crossed] @ samples[:crossed])
+    if job.step_log is not None:
+        for k in range(crossed):
+            _log_steps(job, plan, k0 + k, job.epoch + k, float(durations[k]))
     if crossed >= remaining:  # finishes inside this interval
         job.finish_time = t + float(cumulative[-1])
         job.epoch = job.profile.limits.max_epochs
@@ -120,9 +123,17 @@ def _train_within_epoch(job: Job, plan: Plan, k: int, seconds: float) -> None:
     """Train ``seconds`` at the plan's ``k``-th epoch configuration, crossing no boundary."""
     job.progress += float(plan.rate[k]) * seconds
     job.examples += float(plan.samples[k]) * seconds
+    if job.step_log is not None:
+        _log_steps(job, plan, k, job.epoch, seconds)
     job.local_bsz = int(plan.local_bsz[k])
     job.accum_steps = int(plan.accum_steps[k])
     job.last_batch = job.total_batch
+
+
+def _log_steps(job: Job, plan: Plan, k: int, epoch: int, seconds: float) -> None:
+    """Note the optimizer steps of ``seconds`` of training in ``epoch`` (the plan's ``k``-th)."""
+    batch = job.replicas * float(plan.local_bsz[k]) * (float(plan.accum_steps[k]) + 1.0)
+    job.step_log.add(epoch, batch, seconds * float(plan.samples[k]) / batch)
 
 
 def _observe(job: Job, plan: Plan, first: int, count: int) -> None:
@@ -147,7 +158,7 @@ def state_at(job: Job, start: float, when: float) -> tuple[float, int]:
     if trained <= 0:
         return job.progress, job.epoch
     plan = job.plan
-    thresholds = job.profile.progress_thresholds
+    thresholds = job.thresholds
     crossed, _, cumulative = epoch_crossing(job, plan, trained)
     if crossed >= len(cumulative):
         return float(thresholds[-1]), job.profile.limits.max_epochs
@@ -159,7 +170,7 @@ def state_at(job: Job, start: float, when: float) -> tuple[float, int]:
 
 def fractional_epochs(job: Job, progress: float, epoch: int) -> float:
     """Progress as fractional epochs."""
-    thresholds = job.profile.progress_thresholds
+    thresholds = job.thresholds
     if epoch >= len(thresholds) - 1:
         return float(epoch)
     low, high = thresholds[epoch], thresholds[epoch + 1]

@@ -3,11 +3,12 @@ plus the frozen :class:`~goodput_sim.sim.observe.RoundRecord` handed to round ob
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from goodput_sim.jobs import Job
+from goodput_sim.sim.lr_progress import SeedObjective, static_batch
 from goodput_sim.sim.observe import RoundRecord, RunningJob
 
 
@@ -47,8 +48,11 @@ def round_record(now: float, active: Sequence[Job], offline: set[int]) -> RoundR
     return RoundRecord(now, tuple(j.name for j in active), running, frozenset(offline))
 
 
-def jobs_table(jobs: Sequence[Job], typed: bool) -> pd.DataFrame:
-    """``jobs.csv``: one row per job, finished or not (with GPU types on typed runs)."""
+def jobs_table(
+    jobs: Sequence[Job], typed: bool, objectives: Mapping[str, SeedObjective] | None = None
+) -> pd.DataFrame:
+    """``jobs.csv``: one row per job, finished or not (with GPU types on typed runs, and seed
+    004's objectives of finished jobs where ``objectives`` are kept, by application)."""
     rows = []
     for job in jobs:
         finish = job.finish_time
@@ -59,9 +63,7 @@ def jobs_table(jobs: Sequence[Job], typed: bool) -> pd.DataFrame:
             "start": job.start_time,
             "finish": finish,
             "jct": finish - job.spec.arrival if finish is not None else None,
-            "queueing": (job.start_time - job.spec.arrival)
-            if job.start_time is not None
-            else None,
+            "queueing": (job.start_time - job.spec.arrival) if job.start_time is not None else None,
             "restarts": job.num_restarts,
             "gpu_seconds": job.gpu_seconds,
             "final_batch_size": job.last_batch,
@@ -76,6 +78,8 @@ def jobs_table(jobs: Sequence[Job], typed: bool) -> pd.DataFrame:
             "lost_gpu_seconds": job.lost_gpu_seconds,
             "lost_epochs": job.lost_epochs,
         }
+        if objectives is not None:
+            row.update(_objective_columns(job, objectives[job.spec.application]))
         if typed:
             row["gpu_types"] = ">".join(job.type_history)
             row["gpu_hours_by_type"] = ";".join(
@@ -83,6 +87,23 @@ def jobs_table(jobs: Sequence[Job], typed: bool) -> pd.DataFrame:
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+OBJECTIVE_COLUMNS = (
+    "lr_noise",
+    "lr_noise_vs_static",
+    "final_loss",
+    "final_loss_vs_static",
+    "final_loss_tuned",
+    "final_loss_tuned_vs_static",
+)
+
+
+def _objective_columns(job: Job, objective: SeedObjective) -> dict[str, float]:
+    """Seed 004's objectives of a finished job (NaN for an unfinished one)."""
+    if not job.finished:
+        return dict.fromkeys(OBJECTIVE_COLUMNS, float("nan"))
+    return objective.of(job.step_log, static_batch(job))
 
 
 def gpu_hours_by_type(jobs: Sequence[Job], types: Sequence[str]) -> dict:
