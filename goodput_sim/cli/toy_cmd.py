@@ -295,7 +295,7 @@ def _noise_text(setting: dict) -> str:
 
 def _print_seed_setting(fmt: str) -> None:
     """``toy tail-weighted --seed-setting``: our closest stage-1 row beside the seed's."""
-    from goodput_sim.models.tail import stage1_report
+    from goodput_sim.models.tail_stage1 import stage1_report
 
     report = stage1_report()
     if fmt == "json":
