@@ -239,3 +239,68 @@ def test_forecast_follows_the_trajectorys_shape_whatever_its_scale(profiles):
     np.testing.assert_array_equal(plan[0], agent.configs(belief, 64, 1, 4, sqr, 10 * var)[0])
     blind = get_agent("tail-weighted").configs(belief, 64, 1, 4, sqr, var)[0]
     assert not np.array_equal(plan[0], blind)
+
+
+def test_compare_sweep_and_experiment_files_take_the_progress_model(tmp_path):
+    """``--progress`` on compare and sweep, and ``progress`` as an experiment-file setting
+    (an axis): each run records the model it ran under and the objectives."""
+    import json
+
+    jobs = tmp_path / "jobs.csv"
+    api.load_workload(api.bundled_workload()).head(6).to_csv(jobs, index=False)
+    runner = CliRunner()
+    compared = runner.invoke(
+        main,
+        [
+            "compare",
+            "--policies",
+            "fifo,tiresias",
+            "--workload",
+            str(jobs),
+            "--cluster",
+            "4x4",
+            "--progress",
+            "lr-aware",
+            "--format",
+            "json",
+            "--out",
+            str(tmp_path / "cmp"),
+        ],
+    )
+    assert compared.exit_code == 0, compared.output
+    assert "avg_final_loss_vs_static" in json.loads(compared.stdout)["policies"]["fifo"]
+    swept = runner.invoke(
+        main,
+        [
+            "sweep",
+            "--policies",
+            "fifo",
+            "--workloads",
+            str(jobs),
+            "--cluster",
+            "4x4",
+            "--progress",
+            "lr-aware",
+            "--out",
+            str(tmp_path / "sw"),
+            "--quiet",
+        ],
+    )
+    assert swept.exit_code == 0, swept.output
+    summary = pd.read_csv(tmp_path / "sw" / "summary.csv")
+    assert summary["avg_final_loss_vs_static"].notna().all()
+    experiment = tmp_path / "e.yaml"
+    experiment.write_text(
+        f"name: e\npolicies: [fifo]\nworkloads: [{jobs}]\nclusters: [4x4]\n"
+        "settings: {progress: [noise, lr-aware], seed_objective: [true]}\n"
+    )
+    ran = runner.invoke(main, ["sweep", str(experiment), "--out", str(tmp_path / "ex"), "--quiet"])
+    assert ran.exit_code == 0, ran.output
+    rows = pd.read_csv(tmp_path / "ex" / "summary.csv")
+    models = [json.loads(s).get("progress", "noise") for s in rows["settings"]]
+    assert sorted(models) == ["lr-aware", "noise"]
+    np.testing.assert_allclose(rows["avg_jct"].iloc[0], rows["avg_jct"].iloc[1], rtol=1e-9)
+    both = runner.invoke(
+        main, ["sweep", str(experiment), "--progress", "noise", "--out", str(tmp_path / "x")]
+    )
+    assert both.exit_code != 0 and "sweeps progress" in both.output
