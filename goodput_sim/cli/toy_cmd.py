@@ -208,6 +208,9 @@ def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
     )
 
 
+_TAIL_COLUMNS = ["B_1", "B_tau", "range", "objective", "integer", "static", "vs static", "int/cont"]
+
+
 @toy_group.command("tail-weighted")
 @click.option("--steps", type=click.IntRange(2, 100_000), default=64, show_default=True)
 @click.option("--static-batch", type=click.IntRange(1), default=16, show_default=True)
@@ -251,17 +254,7 @@ def tail_weighted_cmd(
         setting = {"steps": steps, "static_batch": static_batch, "low": low, "high": high}
         click.echo(json.dumps({"setting": setting, "rows": rows}, indent=2))
         return
-    headers = [
-        "schedule",
-        "B_1",
-        "B_tau",
-        "range",
-        "objective",
-        "integer",
-        "static",
-        "vs static",
-        "int/cont",
-    ]
+    headers = ["schedule", *_TAIL_COLUMNS]
     cells = [
         [
             r["schedule"],
@@ -302,17 +295,7 @@ def _print_seed_setting(fmt: str) -> None:
         click.echo(json.dumps(report, indent=2))
         return
     setting, ours, pub = report["setting"], report["row"], report["published"]
-    headers = [
-        "",
-        "B_1",
-        "B_tau",
-        "range",
-        "objective",
-        "integer",
-        "static",
-        "vs static",
-        "int/cont",
-    ]
+    headers = ["", *_TAIL_COLUMNS]
     cells = [
         [
             "seed 004 (published)",
