@@ -25,7 +25,7 @@ autoscaling (``dynamics``), and the output tables and round observers (``recordi
 from __future__ import annotations
 
 import time as wallclock
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -50,7 +50,7 @@ from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
-from goodput_sim.sim.clock import Cause, SimEvent, run_clock
+from goodput_sim.sim.clock import Cause, SimEvent, after, run_clock
 from goodput_sim.sim.dynamics import NodeStates, held_nodes
 from goodput_sim.sim.lr_progress import SeedObjective, StepLog, example_budget, static_batch
 from goodput_sim.sim.observe import RoundObserver
@@ -86,8 +86,10 @@ class SimConfig:
     placement_order: str = "allocation"
     max_wall: float | None = None  # seconds of wall time after which a run stops, marked partial
     failures: FailureModel | None = None  # node failures and repairs (none by default)
-    checkpoint_interval: float | None = None  # seconds; default: the profile's, else 30 min
+    checkpoint_interval: float | str | None = None  # seconds or "auto"; default: profile's/30 min
     autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
+    checkpoint_seconds: float | None = None  # save time; default: the profile's, else 0
+    reallocation_checkpoint: str = "free"  # "free" (AdaptDL), "charged" or "none"
     # Training progress (sim.lr_progress): "noise" (Pollux's gain) or "lr-aware" (a fixed
     # example budget, final loss from learning rate and noise); learning-rate schedules; the
     # lr-aware descent; and whether to record seed 004's objective per job under "noise".
@@ -208,6 +210,8 @@ class Simulation:
         self.stopped: str | None = None
         self._started = 0.0
         self._check_finishable()
+        self._crash_streams = self._crash_setup()
+        self._checkpointing = self._checkpoint_setup()
         self.nodes = NodeStates(
             self.env, self.cluster, self.config.failures, self.config.autoscale, self._on_failure
         )
@@ -273,7 +277,7 @@ class Simulation:
         with threadpool_limits(limits=1, user_api="blas"):
             run_clock(self.env, arrivals, self._on_arrival, self._round)
         return SimResult(
-            jobs=jobs_table(self.jobs, self.typed, self.objectives),
+            jobs=jobs_table(self.jobs, self.typed, self.objectives, self._counters()),
             rounds=pd.DataFrame(self.round_records),
             policy=self.policy.describe(),
             agent=self.agent.describe(),
@@ -329,6 +333,103 @@ class Simulation:
         offer no GPUs."""
         return self.nodes.live_cluster()
 
+    # ---------------------------------------------------------------- checkpoints, crashes
+    def _crash_setup(self) -> dict[str, Iterator[float]]:
+        """Each job's stream of running seconds between crashes (none without a crash rate:
+        the run's ``--job-crash-hours``, else its application's ``crash_hours``)."""
+        failures = self.config.failures
+        model = failures if failures is not None else FailureModel()
+        streams = {}
+        for index, job in enumerate(self.jobs):
+            hours = model.job_crash_hours or job.profile.crash_hours
+            if hours is not None:
+                streams[job.name] = model.crash_seconds(index, hours)
+                job.crash_left = next(streams[job.name])
+        return streams
+
+    def _checkpoint_setup(self) -> bool:
+        """Whether jobs take periodic checkpoints: when work can be lost (node failures, job
+        crashes) or saves cost time; ``--checkpoint-interval auto`` checked against both."""
+        failures = self.config.failures
+        nodes_fail = failures is not None and failures.active
+        costly = any(self._save_seconds(job) > 0 for job in self.jobs)
+        if self.config.checkpoint_interval == "auto":
+            if not costly or not all(self._save_seconds(job) > 0 for job in self.jobs):
+                raise InputError(
+                    "--checkpoint-interval", "auto needs a save time (--checkpoint-seconds)"
+                )
+            if not ((nodes_fail and failures.mtbf_hours) or self._crash_streams):
+                raise InputError(
+                    "--checkpoint-interval", "auto needs an MTBF (--mtbf or job crashes)"
+                )
+        return nodes_fail or bool(self._crash_streams) or costly
+
+    def _counters(self) -> tuple[str, ...]:
+        """Job counters worth a column in this run: crashes where jobs crash, saves where
+        checkpoints cost time."""
+        out = ("crashes",) if self._crash_streams else ()
+        costly = any(self._save_seconds(job) > 0 for job in self.jobs)
+        return out + (("saves",) if costly else ())
+
+    def _save_seconds(self, job: Job) -> float:
+        """Seconds a checkpoint of the job takes to save: the run's, else its application's."""
+        own = self.config.checkpoint_seconds
+        return own if own is not None else (job.profile.checkpoint_seconds or 0.0)
+
+    def effective_mtbf(self, job: Job) -> float:
+        """Seconds between the events that undo a job's work: failures of the nodes it runs
+        on (``nodes / MTBF``) and its own crashes, as rates added (inf: none)."""
+        rate = 0.0
+        failures = self.config.failures
+        if failures is not None and failures.mtbf_hours:
+            rate += max(job.nodes_used, 1) / (failures.mtbf_hours * 3600.0)
+        if job.name in self._crash_streams:
+            hours = (failures.job_crash_hours if failures else None) or job.profile.crash_hours
+            rate += 1.0 / (hours * 3600.0)
+        return 1.0 / rate if rate > 0 else float("inf")
+
+    def _settle_save(self, job: Job, now: float) -> None:
+        """A checkpoint being saved counts once its save has finished by ``now``."""
+        if job.saving is not None and job.saving[2] <= now:
+            job.checkpoint, job.saving = job.saving, None
+
+    def _lose_work(self, job: Job, now: float) -> None:
+        """Back to the last checkpoint whose save had finished by ``now``."""
+        self._settle_save(job, now)
+        job.saving = None
+        lose_work(job, now)
+
+    def _crash_clock(self, job: Job, now: float) -> None:
+        """Keep the job's crash clock in step with its allocation: running time counts down;
+        a running job has its next crash on the clock (a stale one is ignored)."""
+        if job.name not in self._crash_streams:
+            return
+        if job.crash_from is not None:
+            job.crash_left = max(job.crash_left - (now - job.crash_from), 0.0)
+        job.crash_token += 1
+        job.crash_from = now if job.replicas else None
+        if job.replicas:
+            event = after(self.env, job.crash_left, Cause.CRASH, job.name)
+            event.callbacks.append(
+                lambda _e, job=job, token=job.crash_token: self._crash(job, token)
+            )
+
+    def _crash(self, job: Job, token: int) -> None:
+        """The job crashes now: it falls back to its last checkpoint and waits for the next
+        round; its next crash is drawn."""
+        if token != job.crash_token or job.finished:
+            return
+        now = self.env.now
+        self._advance(self.active, self.last_advance, now)
+        self.last_advance = now
+        if job.finished:
+            return
+        self._lose_work(job, now)
+        self._release(job)
+        job.crashes += 1
+        job.restore_pending = True
+        job.crash_left = next(self._crash_streams[job.name])
+
     def _on_failure(self, failure: Failure) -> None:
         """Node ``failure.node`` goes down now: every job with GPUs on it falls back to its last
         checkpoint and waits for the next round."""
@@ -337,7 +438,7 @@ class Simulation:
         self.last_advance = now
         for job in self.active:
             if not job.finished and job.allocation[failure.node] > 0:
-                lose_work(job, now)
+                self._lose_work(job, now)
                 self._release(job)
                 job.failures += 1
                 job.restore_pending = True
@@ -350,6 +451,7 @@ class Simulation:
         job.plan = None
         job.local_bsz = job.accum_steps = 0
         job.restart_remaining = 0.0
+        self._crash_clock(job, self.env.now)
 
     def _autoscale(self, views: tuple[JobView, ...]) -> bool:
         """Resize the cluster for the next interval; True if jobs lost GPUs to removed nodes.
@@ -472,8 +574,14 @@ class Simulation:
         self, job: Job, row: NDArray[np.int64], now: float, node_order: tuple[int, ...] | None
     ) -> None:
         had = job.replicas > 0 or job.start_time is not None
+        if job.replicas:  # a running job stops here: it saves, or not (reallocation_checkpoint)
+            mode = self.config.reallocation_checkpoint
+            if mode == "none":
+                self._lose_work(job, now)
+            job.save_due = mode == "charged"
         job.assign(row, node_order)
         job.plan = None
+        self._crash_clock(job, now)
         if job.replicas == 0:  # preempted: no restart counted until it runs again
             job.local_bsz = job.accum_steps = 0
             return
@@ -484,12 +592,16 @@ class Simulation:
         elif had:
             job.num_restarts += 1
         job.restart_remaining = self._restart_delay(job)
+        if job.save_due:  # the save of its last reallocation, charged on top of the restart
+            job.restart_remaining += self._save_seconds(job)
+            job.saves += 1
+            job.save_due = False
         if job.restore_pending:
             job.restores += 1
             job.restore_pending = False
         # Restarts save the job's state (a checkpoint) and training resumes after the delay.
         resumed = now + job.restart_remaining
-        job.checkpoint = (job.progress, job.epoch, resumed)
+        job.checkpoint, job.saving = (job.progress, job.epoch, resumed), None
         job.next_checkpoint = resumed + self._checkpoint_interval(job)
 
     def _switch_type(self, job: Job) -> None:
@@ -621,9 +733,31 @@ class Simulation:
         if end > start:
             for job in jobs:
                 if job.replicas and not job.finished:
-                    if self.nodes.failure_model is not None and job.next_checkpoint <= end:
+                    if self._checkpointing and job.next_checkpoint <= end:
+                        if self._save_seconds(job) > 0:
+                            self._advance_saving(job, start, end)
+                            continue
                         self._take_checkpoint(job, start, end)
                     advance_job(job, start, end)
+
+    def _advance_saving(self, job: Job, start: float, end: float) -> None:
+        """Advance a job whose checkpoints cost time: at each checkpoint in (start, end] it
+        stops training for the save (counted with its restart delays), and the saved state
+        counts once the save has finished."""
+        delay, t = self._save_seconds(job), start
+        while not job.finished and job.next_checkpoint <= end:
+            when = job.next_checkpoint
+            advance_job(job, t, when)
+            t = when
+            if job.finished:
+                return
+            self._settle_save(job, when)
+            job.saving = (job.progress, job.epoch, when + delay)
+            job.restart_remaining += delay
+            job.saves += 1
+            job.next_checkpoint = when + delay + self._checkpoint_interval(job)
+        if not job.finished and end > t:
+            advance_job(job, t, end)
 
     def _take_checkpoint(self, job: Job, start: float, end: float) -> None:
         """Record the job's state at its last periodic checkpoint in (start, end], computed
@@ -636,6 +770,10 @@ class Simulation:
         job.next_checkpoint = when + every
 
     def _checkpoint_interval(self, job: Job) -> float:
+        """Seconds of training between checkpoints: the run's, ``auto`` (Young/Daly:
+        ``sqrt(2 x save seconds x effective MTBF)``), the profile's, else 30 minutes."""
+        if self.config.checkpoint_interval == "auto":
+            return young_daly(self._save_seconds(job), self.effective_mtbf(job))
         own = getattr(job.profile, "checkpoint_interval", None)
         return self.config.checkpoint_interval or own or DEFAULT_CHECKPOINT_SECONDS
 
@@ -711,6 +849,14 @@ class Simulation:
 def _truth(profile: ApplicationProfile, gpu_type: str) -> ApplicationProfile:
     """A job's ground truth before it runs: its profile on the cluster's first GPU type."""
     return profile.for_type(gpu_type) if isinstance(profile, TypedProfile) else profile
+
+
+def young_daly(save_seconds: float, mtbf_seconds: float) -> float:
+    """The checkpoint interval that minimises expected lost time to first order (Young 1974,
+    Daly 2006): ``sqrt(2 x save x MTBF)``; a day when nothing fails."""
+    if not np.isfinite(mtbf_seconds):
+        return 86400.0
+    return float(np.sqrt(2.0 * save_seconds * mtbf_seconds))
 
 
 def _noise_prior(profile: ApplicationProfile) -> tuple[float, ...]:

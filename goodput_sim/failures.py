@@ -19,6 +19,7 @@ import numpy as np
 from goodput_sim.errors import InputError
 
 REPAIRS = ("fixed", "exponential")
+LIFETIMES = ("exponential", "weibull")
 _MAX_SECONDS = 10 * 365 * 86400.0
 
 
@@ -41,6 +42,13 @@ class FailureModel:
     repair: str = "fixed"
     trace: tuple[Failure, ...] = ()
     seed: int = 0
+    # Node lifetimes between failures: exponential, or Weibull of this shape with mean
+    # ``mtbf_hours`` (a shape below 1: a failure is likelier soon after a repair).
+    lifetime: str = "exponential"
+    weibull_shape: float = 0.7
+    # Job-level crashes: mean hours a job runs between crashes (exponential), None: none
+    # (an application's profile may set its own ``crash_hours``).
+    job_crash_hours: float | None = None
 
     def __post_init__(self) -> None:
         if self.mtbf_hours is not None and not (0 < self.mtbf_hours <= _MAX_SECONDS / 3600):
@@ -49,6 +57,15 @@ class FailureModel:
             raise InputError("--repair-hours", f"must be positive, got {self.repair_hours!r}")
         if self.repair not in REPAIRS:
             raise InputError("--repair", f"expected one of {REPAIRS}, got {self.repair!r}")
+        if self.lifetime not in LIFETIMES:
+            raise InputError("--lifetime", f"expected one of {LIFETIMES}, got {self.lifetime!r}")
+        if not (0.1 <= self.weibull_shape <= 10):
+            raise InputError(
+                "--weibull-shape", f"must lie in [0.1, 10], got {self.weibull_shape!r}"
+            )
+        crash = self.job_crash_hours
+        if crash is not None and not (0 < crash <= _MAX_SECONDS / 3600):
+            raise InputError("--job-crash-hours", f"must be positive hours, got {crash!r}")
         check_trace(self.trace, "failure trace")
 
     def check_nodes(self, nodes: int) -> None:
@@ -74,13 +91,25 @@ class FailureModel:
             return
         rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(nodes)[node])
         now = 0.0
+        mean = self.mtbf_hours * 3600.0
         while True:
-            now += rng.exponential(self.mtbf_hours * 3600.0)
+            if self.lifetime == "weibull":
+                k = self.weibull_shape
+                now += mean / math.gamma(1.0 + 1.0 / k) * rng.weibull(k)
+            else:
+                now += rng.exponential(mean)
             repair = self.repair_hours * 3600.0
             if self.repair == "exponential":
                 repair = max(rng.exponential(repair), 1.0)
             yield Failure(now, node, repair)
             now += repair
+
+    def crash_seconds(self, job: int, mean_hours: float) -> Iterator[float]:
+        """Running seconds between the crashes of job number ``job`` (exponential with mean
+        ``mean_hours``), from its own seeded stream, independent of the nodes'."""
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 1, job]))
+        while True:
+            yield float(rng.exponential(mean_hours * 3600.0))
 
     def describe(self) -> dict:
         return {
@@ -89,6 +118,8 @@ class FailureModel:
             "repair": self.repair,
             "trace_failures": len(self.trace),
             "seed": self.seed,
+            "lifetime": self.lifetime,
+            "job_crash_hours": self.job_crash_hours,
         }
 
 

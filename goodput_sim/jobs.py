@@ -227,6 +227,13 @@ class Job:
     checkpoint: tuple[float, int, float] = (0.0, 0, 0.0)  # (progress, epoch, time) last saved
     next_checkpoint: float = float("inf")  # when the next periodic checkpoint is taken
     restore_pending: bool = False  # the next allocation restores from a checkpoint
+    saving: tuple[float, int, float] | None = None  # a checkpoint being saved, valid from then
+    save_due: bool = False  # a reallocation's save is charged at the next start
+    saves: int = 0  # checkpoints saved (periodic and charged reallocation ones)
+    crashes: int = 0  # job-level crashes
+    crash_left: float = float("inf")  # running seconds until the next crash
+    crash_from: float | None = None  # when the job last started running (crashes on)
+    crash_token: int = 0  # the pending crash event's number (stale events are ignored)
     # Several GPU types: the application's profiles by type, the type the job runs on (its
     # ``profile`` is that type's), the types it ran on, its beliefs per type (each fed only by
     # what it ran there) and its GPU-seconds per type.

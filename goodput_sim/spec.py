@@ -62,6 +62,7 @@ class Setting:
     optional: bool = False  # None is a value (and the default means "off")
     option: bool = True  # a CLI option of its own (the autoscaler's parameters use --param)
     parse: Callable[[str], Any] | None = None  # a free-form string's reader (ValueError: bad)
+    words: tuple[str, ...] = ()  # words a number setting also takes (``auto``)
 
     @property
     def flag(self) -> str:
@@ -89,12 +90,15 @@ class Setting:
         high = "inf" if self.high is None else _number(self.high)
         brackets = ("(" if self.open_low else "[", ")" if self.open_high else "]")
         text = f"{brackets[0]}{low}, {high}{brackets[1]}"
-        return f"{_UNIT_WORDS.get(self.unit, self.unit)} in {text}".strip()
+        words = "".join(f" or {w}" for w in self.words)
+        return f"{_UNIT_WORDS.get(self.unit, self.unit)} in {text}{words}".strip()
 
     def in_range(self, value: Any) -> bool:
         """Whether ``value`` (of the right type) lies within the declared range or choices."""
         if value is None:
             return self.optional
+        if isinstance(value, str) and value in self.words:
+            return True
         if self.choices:
             return value in self.choices
         if self.parse is not None:
@@ -147,6 +151,13 @@ def _is_number(value: Any) -> bool:
 def _typed(setting: Setting, value: Any) -> Any:
     """``value`` as the setting's type, or ``_INVALID``."""
     kind = setting.kind
+    if setting.words and isinstance(value, str):
+        if value in setting.words:
+            return value
+        try:  # a number given as text (the command line's option type is text)
+            value = float(value)
+        except ValueError:
+            return _INVALID
     if kind is bool:
         return value if isinstance(value, bool) else _INVALID
     if kind is str:
@@ -308,12 +319,66 @@ SETTINGS: tuple[Setting, ...] = (
         "checkpoint_interval",
         float,
         None,
-        "Seconds of training between checkpoints [default: the profile's, else 1800].",
+        "Seconds of training between checkpoints, or auto: the Young/Daly optimum "
+        "sqrt(2 x save seconds x effective MTBF) [default: the profile's, else 1800].",
         "checkpoint_interval",
         "s",
         1,
         DECADE,
         optional=True,
+        words=("auto",),
+    ),
+    Setting(
+        "checkpoint_seconds",
+        float,
+        None,
+        "Seconds a checkpoint takes to save, lost to training at every save [default: the "
+        "profile's, else 0].",
+        "checkpoint_seconds",
+        "s",
+        0,
+        DAY,
+        optional=True,
+    ),
+    Setting(
+        "reallocation_checkpoint",
+        str,
+        "free",
+        "At a reallocation a job saves a checkpoint within its restart delay (free, as AdaptDL "
+        "does), pays the save on top (charged), or saves none and restores its last one (none).",
+        "reallocation_checkpoint",
+        choices=("free", "charged", "none"),
+    ),
+    Setting(
+        "job_crash_hours",
+        float,
+        None,
+        "Mean hours a job runs between crashes (exponential); it restarts from its last "
+        "checkpoint [default: the profile's crash_hours, else none].",
+        "failures.job_crash_hours",
+        "h",
+        0,
+        DECADE / 3600,
+        open_low=True,
+        optional=True,
+    ),
+    Setting(
+        "lifetime",
+        str,
+        "exponential",
+        "Node lifetimes between failures: exponential, or Weibull (mean --mtbf).",
+        "failures.lifetime",
+        choices=("exponential", "weibull"),
+    ),
+    Setting(
+        "weibull_shape",
+        float,
+        0.7,
+        "Shape of Weibull lifetimes (below 1: failures come soon after repairs).",
+        "failures.weibull_shape",
+        "",
+        0.1,
+        10,
     ),
     Setting(
         "min_nodes",
@@ -391,7 +456,7 @@ def check_config(config: SimConfig) -> None:
     for s in SETTINGS:
         if s.group is None:
             value = getattr(config, s.field)
-            number = s.kind in (float, int) and value is not None
+            number = s.kind in (float, int) and value is not None and value not in s.words
             if (number and not _is_number(value)) or not s.in_range(value):
                 raise InputError(s.flag, f"invalid value {value!r}; expected {s.expected()}")
 
@@ -418,14 +483,23 @@ def build_config(values: Mapping[str, Any], seed: int = 0, nodes: int | None = N
 
 def _failures(given: dict[str, Any], seed: int, nodes: int | None) -> FailureModel | None:
     """The failure model of resolved settings, or None when no node fails."""
-    mtbf, trace = given["mtbf"], given["failure_trace"]
+    mtbf, trace, crash = given["mtbf"], given["failure_trace"], given["job_crash_hours"]
     if mtbf is not None and trace is not None:
         raise InputError("--mtbf", "give --mtbf or --failure-trace, not both")
-    if mtbf is None and trace is None:
+    if mtbf is None and trace is None and crash is None:
         return None
     if isinstance(trace, str):
         trace = read_failure_trace(trace, nodes if nodes is not None else MAX_NODES)
-    return FailureModel(mtbf, given["repair_hours"], given["repair"], trace or (), seed)
+    return FailureModel(
+        mtbf,
+        given["repair_hours"],
+        given["repair"],
+        trace or (),
+        seed,
+        given["lifetime"],
+        given["weibull_shape"],
+        crash,
+    )
 
 
 def _autoscale(given: dict[str, Any]) -> AutoscaleConfig | None:

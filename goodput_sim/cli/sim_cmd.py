@@ -64,6 +64,8 @@ def _setting_option(setting: Setting):
         kind = click.Choice(list(setting.choices))
     elif setting.kind is Path:
         kind = click.Path(path_type=Path)
+    elif setting.words:
+        kind = str  # a number or one of its words, converted with the setting's checks
     else:
         kind = setting.kind
     return click.option(

@@ -108,6 +108,11 @@ class ApplicationProfile(ABC):
     checkpoint_interval: float | None = None
     """Seconds of training between the application's checkpoints (None: the engine's default);
     what a node failure can undo."""
+    checkpoint_seconds: float | None = None
+    """Seconds a checkpoint of this application takes to save (None: the run's, else 0)."""
+    crash_hours: float | None = None
+    """Mean hours a job of this application runs between crashes (None: the run's, else no
+    crashes)."""
     restart_delay: float | None = None
     """Seconds a checkpoint-restore costs this application (None: the run's --restart-delay)."""
     slowdown: float = 1.0

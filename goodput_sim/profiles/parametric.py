@@ -142,6 +142,11 @@ class ParametricProfile(ApplicationProfile):
         self._log_var = _array(stats, "log_grad_var", source, "gradient_stats", ndim=2)
         self.checkpoint_interval = _checkpoint_interval(data.get("checkpoint_interval"), source)
         self.restart_delay = _optional_seconds(data, "restart_delay", source, 0.0, 86400.0)
+        self.checkpoint_seconds = _optional_seconds(
+            data, "checkpoint_seconds", source, 0.0, 86400.0
+        )
+        crash = _optional_seconds(data, "crash_hours", source, 1e-3, 87600.0)
+        self.crash_hours = crash
         self.slowdown = _optional_seconds(data, "slowdown", source, 1.0, 100.0) or 1.0
         self._validate(source)
 

@@ -64,6 +64,8 @@ class TypedProfile(ApplicationProfile):
         self.limits = first.limits
         self.progress_thresholds = first.progress_thresholds
         self.checkpoint_interval = first.checkpoint_interval
+        self.checkpoint_seconds = first.checkpoint_seconds
+        self.crash_hours = first.crash_hours
 
     @property
     def gpu_types(self) -> tuple[str, ...]:

@@ -7,7 +7,8 @@ history (a node repaired at a round's time would be usable in that round if it h
 early enough, not if it failed shortly before). Every engine event is therefore scheduled with
 an explicit priority, and at one instant they run in this order:
 
-1. failures: a node failing at a round's time is down for that round;
+1. failures, then job crashes: a node failing (a job crashing) at a round's time is down
+   (waiting) for that round;
 2. repairs: a node repaired at a round's time is usable in that round;
 3. node starts: a node the autoscaler started that finishes booting then is usable too;
 4. arrivals, in workload order: a job arriving at a round's time is scheduled in that round;
@@ -34,11 +35,12 @@ class Cause(enum.Enum):
     ROUND = "round"
     COMPLETION = "completion"
     FAILURE = "failure"  # a node goes down
+    CRASH = "crash"  # a job crashes
     REPAIR = "repair"  # a failed node is back
     NODE_READY = "node-ready"  # a node the autoscaler started has booted
 
 
-ORDER = (Cause.FAILURE, Cause.REPAIR, Cause.NODE_READY, Cause.ARRIVAL, Cause.ROUND)
+ORDER = (Cause.FAILURE, Cause.CRASH, Cause.REPAIR, Cause.NODE_READY, Cause.ARRIVAL, Cause.ROUND)
 """Causes in the order they run when due at the same instant (completions: inside rounds)."""
 
 _FIRST_PRIORITY = 2  # after simpy's own URGENT (0) and NORMAL (1) events at that instant

@@ -49,10 +49,14 @@ def round_record(now: float, active: Sequence[Job], offline: set[int]) -> RoundR
 
 
 def jobs_table(
-    jobs: Sequence[Job], typed: bool, objectives: Mapping[str, SeedObjective] | None = None
+    jobs: Sequence[Job],
+    typed: bool,
+    objectives: Mapping[str, SeedObjective] | None = None,
+    counters: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """``jobs.csv``: one row per job, finished or not (with GPU types on typed runs, and seed
-    004's objectives of finished jobs where ``objectives`` are kept, by application)."""
+    """``jobs.csv``: one row per job, finished or not (with GPU types on typed runs, seed
+    004's objectives of finished jobs where ``objectives`` are kept, by application, and the
+    job ``counters`` a run's settings make meaningful, such as ``crashes`` and ``saves``)."""
     rows = []
     for job in jobs:
         finish = job.finish_time
@@ -78,6 +82,7 @@ def jobs_table(
             "lost_gpu_seconds": job.lost_gpu_seconds,
             "lost_epochs": job.lost_epochs,
         }
+        row.update({name: getattr(job, name) for name in counters})
         if objectives is not None:
             row.update(_objective_columns(job, objectives[job.spec.application]))
         if typed:
