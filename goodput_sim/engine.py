@@ -349,7 +349,8 @@ class Simulation:
 
     def _checkpoint_setup(self) -> bool:
         """Whether jobs take periodic checkpoints: when work can be lost (node failures, job
-        crashes) or saves cost time; ``--checkpoint-interval auto`` checked against both."""
+        crashes, reallocations that save nothing) or saves cost time; ``--checkpoint-interval
+        auto`` checked against both."""
         failures = self.config.failures
         nodes_fail = failures is not None and failures.active
         costly = any(self._save_seconds(job) > 0 for job in self.jobs)
@@ -362,7 +363,8 @@ class Simulation:
                 raise InputError(
                     "--checkpoint-interval", "auto needs an MTBF (--mtbf or job crashes)"
                 )
-        return nodes_fail or bool(self._crash_streams) or costly
+        unsaved = self.config.reallocation_checkpoint == "none"
+        return nodes_fail or bool(self._crash_streams) or costly or unsaved
 
     def _counters(self) -> tuple[str, ...]:
         """Job counters worth a column in this run: crashes where jobs crash, saves where

@@ -8,6 +8,13 @@ run's key (``spec.run_key``, a content hash of everything the run reads). A resu
 a folder only when its key is the requested run's, so it picks up where it stopped and redoes
 exactly the runs whose inputs changed; ``summary.csv`` collects all runs. Results do not depend
 on the number of processes: each run is a pure function of its inputs.
+
+A grid may also have *variants*: named bundles of a cluster and engine settings that are not a
+product of axes (fixed clusters of several sizes beside autoscaled ones). Each variant is one
+value of an axis; its cluster and settings replace the grid's own for its runs. Its label takes
+the place of what it sets in the folder name (``<workload>[-load<X>]-<label>[-i<interval>]
+[-<other setting>=<value>...]``) and fills ``summary.csv``'s ``variant`` column, which exists only
+in grids with variants; what it sets flows into each run's cluster and SimConfig, hence its key.
 """
 
 from __future__ import annotations
@@ -53,6 +60,49 @@ from goodput_sim.workload import load_workload, write_workload
 
 DEFAULT_CLUSTER = "16x4"
 DEFAULT_INTERVAL = 60.0
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One value of a grid's variant axis: a ``label`` (folder-safe), the ``cluster`` its runs
+    use instead of the grid's clusters (None: the grid's), and engine ``settings`` (converted
+    (name, value) pairs in declaration order) that replace the grid's values of those settings."""
+
+    label: str
+    cluster: ClusterSpec | None = None
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, label: str, cluster: ClusterSpec | str | None = None, **settings: Any) -> Variant:
+        """A variant from plain values: the label checked, the cluster parsed, every setting
+        converted and checked against its declaration (``InputError`` naming the variant)."""
+        if not isinstance(label, str) or not _LABEL.match(label):
+            raise InputError(
+                "variants", f"label {label!r} must be letters, digits, '.', '_' or '-'"
+            )
+        if "interval" in settings:
+            raise InputError(f"variants.{label}", "the interval is swept by intervals")
+        for name in settings:
+            setting(name)  # an unknown name: an error listing the known ones
+        pairs = [(s.name, s.convert(settings[s.name])) for s in SETTINGS if s.name in settings]
+        spec = as_cluster(cluster) if cluster is not None else None
+        return cls(label, spec, tuple(pairs))
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """The settings this variant sets, and ``cluster`` when it sets one."""
+        return frozenset(name for name, _ in self.settings) | (
+            {"cluster"} if self.cluster is not None else set()
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The variant for ``sweep.json``."""
+        return {
+            "label": self.label,
+            "cluster": self.cluster.describe() if self.cluster is not None else None,
+            "settings": {k: _plain(v) for k, v in self.settings},
+        }
 
 
 @dataclass(frozen=True)
@@ -71,6 +121,7 @@ class SweepTask:
     config: SimConfig = SimConfig()
     settings: tuple[tuple[str, Any], ...] = ()
     key: str = ""
+    variant: Variant | None = None
 
     @property
     def interval(self) -> float:
@@ -84,12 +135,16 @@ class SweepTask:
         group = self.workload.name
         if self.load != 1.0:
             group += f"-load{self.load:g}"
-        if cluster_label(self.cluster) != DEFAULT_CLUSTER:
+        own = self.variant.keys if self.variant is not None else frozenset()
+        if self.variant is not None:  # its label stands for what it sets
+            group += f"-{self.variant.label}"
+        if cluster_label(self.cluster) != DEFAULT_CLUSTER and "cluster" not in own:
             group += f"-{cluster_label(self.cluster)}"
         if self.interval != DEFAULT_INTERVAL:
             group += f"-i{self.interval:g}"
         for setting_name, value in self.settings:
-            group += f"-{setting_name}={_folder_text(setting_name, value)}"
+            if setting_name not in own:
+                group += f"-{setting_name}={_folder_text(setting_name, value)}"
         return out / group / f"{name}-seed{self.seed}"
 
 
@@ -141,6 +196,7 @@ def run_task(task: SweepTask, profiles: str | None, out: Path) -> dict:
         "workload": task.workload.name,
         "load": task.load,
         "cluster": str(task.cluster),
+        **({"variant": task.variant.label} if task.variant is not None else {}),
         "interval": task.interval,
         "policy": task.policy,
         "agent": result.agent["name"],
@@ -238,13 +294,22 @@ def run_grid(
     workers: int = 1,
     scheduler: str | None = None,
     progress: bool = True,
+    variants: Sequence[Variant] | None = None,
 ) -> pd.DataFrame:
     """The grid of (policy, agent, params) ``entries`` over every workload, load, cluster,
     interval, combination of ``settings`` values and seed, in that order: each run whose key
     (``spec.run_key``) matches the results in its folder is reused, every other one is done.
-    Failure settings given here are seeded with each run's seed, as ``run --seed`` does."""
+    Failure settings given here are seeded with each run's seed, as ``run --seed`` does.
+    With ``variants``, each variant (after the load) brings its own cluster and settings in
+    place of the grid's (see :class:`Variant`)."""
     out, seeds = Path(out), list(seeds)
     config = config or SimConfig()
+    variants = list(variants) if variants else None
+    if variants is not None:
+        labels = [v.label for v in variants]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise InputError("variants", f"label(s) {twice} appear twice")
     for policy, entry_agent, entry_params in entries:
         check_policies([policy], entry_agent, entry_params)
     if not entries:
@@ -254,19 +319,38 @@ def run_grid(
     if not sources:
         raise InputError("--workloads", "no workload CSV found")
     specs = [as_cluster(c) for c in clusters]
+    used = specs  # every cluster some run uses
+    if variants is not None:
+        own = [v.cluster for v in variants if v.cluster is not None]
+        used = [*(specs if len(own) < len(variants) else []), *own]
     applications = load_profiles(profiles)
-    smallest = min(spec.total_gpus for spec in specs)
+    smallest = min(spec.total_gpus for spec in used)
     for source in sources:  # every input checked before any run starts
         if source.path is not None:
             jobs = load_workload(source.path, applications=applications, max_gpus=smallest)
-            for spec in specs:
+            for spec in used:
                 check_gpu_types(spec, applications, jobs["application"])
     axes = _setting_axes(settings or {})
-    tasks = _plan(
-        (sources, loads, specs, intervals, _combinations(axes), keyed, seeds),
-        config,
-        file_hash(default_profiles_path(profiles)),
-    )
+    profiles_sha = file_hash(default_profiles_path(profiles))
+    if variants is None:
+        tasks = _plan(
+            (sources, loads, specs, intervals, _combinations(axes), keyed, seeds),
+            config,
+            profiles_sha,
+        )
+    else:
+        tasks = _plan_variants(
+            sources,
+            loads,
+            variants,
+            specs,
+            intervals,
+            settings or {},
+            keyed,
+            seeds,
+            config,
+            profiles_sha,
+        )
     _check_folders(tasks, out)
     grid = {
         "policies": [{"policy": p, "agent": a, "params": dict(q)} for p, a, q in keyed],
@@ -282,6 +366,8 @@ def run_grid(
         "config": dataclasses.asdict(config),
         "profiles": str(default_profiles_path(profiles)),
     }
+    if variants is not None:
+        grid["variants"] = [v.describe() for v in variants]
     _write_sweep_record(out, grid)
     rows = {t: row for t in tasks if (row := _finished_row(t, out)) is not None}
     todo = [t for t in tasks if t not in rows]
@@ -329,22 +415,71 @@ def _combinations(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(axes, values, strict=True)) for values in product(*axes.values())]
 
 
-def _plan(axes: tuple, config: SimConfig, profiles_sha: str) -> list[SweepTask]:
+def _plan_variants(
+    sources: list[WorkloadSource],
+    loads: Sequence[float],
+    variants: list[Variant],
+    specs: list[ClusterSpec],
+    intervals: Sequence[float],
+    settings: Mapping[str, Sequence[Any]],
+    keyed: list[tuple],
+    seeds: list[int],
+    config: SimConfig,
+    profiles_sha: str,
+) -> list[SweepTask]:
+    """The tasks of a grid with variants: for each workload and load, each variant with its own
+    clusters and settings axes (the grid's, with what the variant sets in their place). Two
+    variants that would make the same run (equal keys) are refused: they would only repeat it
+    under two labels."""
+    contents: dict[tuple, tuple] = {}
+    tasks: list[SweepTask] = []
+    owner: dict[str, str] = {}
+    for w, load in product(sources, loads):
+        for variant in variants:
+            given = {**settings, **{k: [v] for k, v in variant.settings}}
+            combos = _combinations(_setting_axes(given))
+            clusters = [variant.cluster] if variant.cluster is not None else specs
+            axes = ([w], [load], clusters, intervals, combos, keyed, seeds)
+            for task in _plan(axes, config, profiles_sha, contents):
+                task = dataclasses.replace(task, variant=variant)
+                first = owner.setdefault(task.key, variant.label)
+                if first != variant.label:
+                    raise InputError(
+                        "variants",
+                        f"{first!r} and {variant.label!r} make the same run (same cluster "
+                        "and settings); give each variant different settings",
+                    )
+                tasks.append(task)
+    return tasks
+
+
+def _plan(
+    axes: tuple, config: SimConfig, profiles_sha: str, contents: dict[tuple, tuple] | None = None
+) -> list[SweepTask]:
     """The grid's tasks in order, each with its engine settings and its key; every setting is
-    built (and checked against its cluster) before any run starts."""
-    contents: dict[tuple, dict] = {}
+    built (and checked against its cluster) before any run starts, and so is the size of every
+    generated job. ``contents`` caches each (workload, load, seed)'s content (and largest
+    generated job) across calls."""
+    contents = {} if contents is None else contents
     tasks = []
     for w, load, spec, interval, combo, (p, a, pairs), s in product(*axes):
         base = dataclasses.replace(config, interval=float(interval))
         engine = with_settings(base, combo, seed=s, nodes=spec.nodes)
-        as_cluster(spec, engine)  # autoscaling needs a cluster it can grow
+        pool = as_cluster(spec, engine)  # autoscaling needs a cluster it can grow
         if (w, load, s) not in contents:
             contents[w, load, s] = _workload_content(w, load, s)
+        content, largest = contents[w, load, s]
+        if largest is not None and largest > pool.max_job_gpus:
+            raise InputError(
+                f"workload {w.name}",
+                f"seed {s} (load {load:g}) draws a job of {largest} GPUs, more than the "
+                f"{pool.max_job_gpus} of cluster {cluster_label(pool)}: no run could place it",
+            )
         key = run_key(
             policy=p,
             agent=a,
             params=dict(pairs),
-            workload=contents[w, load, s],
+            workload=content,
             profiles=profiles_sha,
             cluster=spec,
             config=engine,
@@ -355,14 +490,19 @@ def _plan(axes: tuple, config: SimConfig, profiles_sha: str) -> list[SweepTask]:
     return tasks
 
 
-def _workload_content(source: WorkloadSource, load: float, seed: int) -> dict[str, Any]:
+def _workload_content(
+    source: WorkloadSource, load: float, seed: int
+) -> tuple[dict[str, Any], int | None]:
     """What a run's jobs are made of, by content: a file's hash and the load it is resampled
-    to (the seed is part of every key), or the hash of the jobs drawn from the generator."""
+    to (the seed is part of every key), or the hash of the jobs drawn from the generator; and
+    the most GPUs a generated job asks for (None for a file, checked when it is read)."""
     if source.path is not None:
-        return {"file_sha256": file_hash(source.path), "load": load}
+        return {"file_sha256": file_hash(source.path), "load": load}, None
     jobs, _ = source.frame(load, seed)
     text = jobs.to_csv(index=False) if isinstance(jobs, pd.DataFrame) else Path(jobs).read_text()
-    return {"generated_sha256": hashlib.sha256(text.encode()).hexdigest(), "load": load}
+    largest = int(jobs["num_replicas"].max()) if isinstance(jobs, pd.DataFrame) else None
+    content = {"generated_sha256": hashlib.sha256(text.encode()).hexdigest(), "load": load}
+    return content, largest
 
 
 def _check_folders(tasks: list[SweepTask], out: Path) -> None:
@@ -399,10 +539,15 @@ def _finished_row(task: SweepTask, out: Path) -> dict | None:
 def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
     """``summary.csv``: one row per finished run, in grid order; columns in one fixed order
     (the run's identity, then the statistics by name) and no wall times, so a resumed sweep
-    writes the same bytes as an uninterrupted one."""
+    writes the same bytes as an uninterrupted one. A grid with variants has a ``variant``
+    column after ``cluster``; other grids have none."""
     table = pd.DataFrame(rows)
-    rest = sorted(c for c in table.columns if c not in ID_COLUMNS and c != "wall_seconds")
-    table = table.reindex(columns=[*ID_COLUMNS, *rest])
+    ids = ID_COLUMNS
+    if "variant" in table.columns:
+        at = ids.index("cluster") + 1
+        ids = (*ids[:at], "variant", *ids[at:])
+    rest = sorted(c for c in table.columns if c not in ids and c != "wall_seconds")
+    table = table.reindex(columns=[*ids, *rest])
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "summary.csv", index=False, float_format="%.6f")
     return table
@@ -459,9 +604,7 @@ def _on_dask(scheduler, todo, profiles, out, bar, rows, workers) -> None:
         scheduler = local.scheduler_address
     try:
         with Client(scheduler) as client:
-            futures = {
-                client.submit(run_task, t, profiles, out, pure=False): t for t in todo
-            }
+            futures = {client.submit(run_task, t, profiles, out, pure=False): t for t in todo}
             for future in dask_completed(futures):
                 rows[futures[future]] = future.result()
                 bar.update()

@@ -122,6 +122,8 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
         "failures": None,
         "checkpoint_interval": None,
         "autoscale": None,
+        "checkpoint_seconds": None,
+        "reallocation_checkpoint": "free",
         "progress": "noise",
         "lr_schedule": None,
         "lr_descent": 5.0,

@@ -217,3 +217,13 @@ def test_objective_no_worse_than_saved_rounds():
 if __name__ == "__main__":
     _save_rounds(_record(), SAVED)
     print(f"saved {ROUNDS} rounds to {SAVED}")
+
+
+def test_genetic_fitness_is_compared_to_eleven_significant_digits():
+    """Values equal but for their last bits (another CPU's SIMD sums) rank as ties."""
+    from goodput_sim.policies.genetic import comparable
+
+    noisy = np.array([12.345678901234, 12.345678901234 * (1 + 4e-16), 3.0, -7.5])
+    out = comparable(noisy)
+    assert out[0] == out[1] and out[2] == pytest.approx(3.0, abs=1e-9)
+    assert comparable(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]

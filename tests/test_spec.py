@@ -53,6 +53,11 @@ OTHER = {
     "repair": "exponential",
     "failure_trace": "trace.csv",
     "checkpoint_interval": 600.0,
+    "checkpoint_seconds": 30.0,
+    "reallocation_checkpoint": "charged",
+    "job_crash_hours": 48.0,
+    "lifetime": "weibull",
+    "weibull_shape": 1.5,
     "min_nodes": 2,
     "max_nodes": 4,
     "autoscaler": "queue",
@@ -65,7 +70,7 @@ OTHER = {
 def _beside(name: str) -> dict:
     """The settings ``name`` needs beside it to take effect (failures on, autoscaling on)."""
     group = BY_NAME[name].group
-    if group == "failures" and name not in ("mtbf", "failure_trace"):
+    if group == "failures" and name not in ("mtbf", "failure_trace", "job_crash_hours"):
         return {"mtbf": 12.0}
     if group == "autoscale":
         return {"min_nodes": 1, "max_nodes": 3} | (

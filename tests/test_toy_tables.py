@@ -31,7 +31,10 @@ from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.base import ApplicationProfile
 
 RTOL = 1e-9  # tail-weighted objectives: closed-form arithmetic, deterministic
-FIT_RTOL = 1e-6  # critical-batch fits: an iterative least-squares solver
+# critical-batch fits: an iterative least-squares solver, stopped at its default tolerances;
+# its last digits differ between CPUs (bert's bundled profile-batch fit: 1.7e-6 apart between
+# an AVX-512 and an AVX2 machine), so the pins hold to 1e-5.
+FIT_RTOL = 1e-5
 
 # ------------------------------------------------------------------------------ tail-weighted
 # (schedule, B_1, B_tau, min, max, continuous, integer, static objective) at the default setting
@@ -217,7 +220,9 @@ MEASURED = {
 }
 # measured ncf at the 12 fit batches: no bend, S_min ~ 8e-7; a 1e-12 change in the counts moves
 # this B_crit by ~1e-5, so it is pinned loosely (it is an artefact of an ill-determined fit).
-ILL_DETERMINED = {("measured", "ncf"): 1e-3}
+# measured bert's iteration-count fit has a flat optimum 38x past its largest batch: restarts
+# from nearby starting points land up to 1% apart, and two CPUs gave 590,370 and 590,318.
+ILL_DETERMINED = {("measured", "ncf"): 1e-3, ("measured", "bert"): 2e-2}
 
 
 def _check_rows(rows: list[dict], expected: dict, source: str) -> None:

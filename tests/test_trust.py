@@ -45,9 +45,7 @@ def sia_slice() -> pd.DataFrame:
 
 # ------------------------------------------------------------- agents bound to the GPU type
 @pytest.mark.parametrize("policy", POLICIES)
-def test_no_agent_runs_a_per_gpu_batch_above_its_gpu_types_limit(
-    policy, typed_profiles, sia_slice
-):
+def test_no_agent_runs_a_per_gpu_batch_above_its_gpu_types_limit(policy, typed_profiles, sia_slice):
     """On the Sia mix the type-blind belief carried the first type's limits: yolov3 ran 16
     per GPU on rtx (limit 8), deepspeech2 80 (limit 57); on this slice 3-45 job-rounds over
     the limit under goodput and gavel with adaptive agents. Every round of every policy x agent
@@ -65,7 +63,12 @@ def test_no_agent_runs_a_per_gpu_batch_above_its_gpu_types_limit(
     cluster = parse_cluster(SIA_MIX)
     for agent in AGENTS:
         result = api.run(
-            policy, sia_slice, typed_profiles, cluster, agent=agent, params=TINY.get(policy),
+            policy,
+            sia_slice,
+            typed_profiles,
+            cluster,
+            agent=agent,
+            params=TINY.get(policy),
             observers=[watch],
         )
         assert result.jobs["finished"].all(), (policy, agent)
@@ -96,11 +99,17 @@ def test_an_agent_beyond_the_limit_or_at_zero_is_an_error(factor):
     agent, the job and the value."""
     profiles = load_profiles(bundled_profiles_path())
     jobs = pd.DataFrame(
-        {"name": ["c"], "time": [0], "application": ["cifar10"], "num_replicas": [2],
-         "batch_size": [512]}
+        {
+            "name": ["c"],
+            "time": [0],
+            "application": ["cifar10"],
+            "num_replicas": [2],
+            "batch_size": [512],
+        }
     )
-    sim = Simulation(jobs, profiles, get_policy("fifo"), ClusterSpec.uniform(1, 4),
-                     agent=_Scaled(factor))
+    sim = Simulation(
+        jobs, profiles, get_policy("fifo"), ClusterSpec.uniform(1, 4), agent=_Scaled(factor)
+    )
     limit = profiles["cifar10"].limits.max_local_bsz
     expected = rf"agent scaled gave job 'c' per-GPU batch \d+ .*integer in \[1, {limit}\]"
     with pytest.raises(RuntimeError, match=expected):
@@ -177,7 +186,14 @@ def test_the_run_restart_setting_does_not_move_typed_applications(
 
 # -------------------------------------------------------------------------- event order
 def test_the_tie_order_is_explicit_and_total():
-    assert ORDER == (Cause.FAILURE, Cause.REPAIR, Cause.NODE_READY, Cause.ARRIVAL, Cause.ROUND)
+    assert ORDER == (
+        Cause.FAILURE,
+        Cause.CRASH,
+        Cause.REPAIR,
+        Cause.NODE_READY,
+        Cause.ARRIVAL,
+        Cause.ROUND,
+    )
     assert sorted(PRIORITY.values()) == [PRIORITY[c] for c in ORDER]
     assert min(PRIORITY.values()) > 1  # after simpy's own URGENT and NORMAL events
 
@@ -186,8 +202,13 @@ def _one_node_run(trace=(), arrival=0.0, config=None, cluster=None) -> list[Roun
     """Rounds of one 4-GPU cifar10 job under fifo on a 1x4 cluster (or ``cluster``)."""
     records: list[RoundRecord] = []
     jobs = pd.DataFrame(
-        {"name": ["c"], "time": [arrival], "application": ["cifar10"],
-         "num_replicas": [4], "batch_size": [512]}
+        {
+            "name": ["c"],
+            "time": [arrival],
+            "application": ["cifar10"],
+            "num_replicas": [4],
+            "batch_size": [512],
+        }
     )
     failures = FailureModel(trace=tuple(Failure(*f) for f in trace)) if trace else None
     config = config or SimConfig(failures=failures)
@@ -229,11 +250,17 @@ def test_a_node_booting_until_a_round_time_is_usable_in_that_round():
     jobs_gpus = 8
     records: list[RoundRecord] = []
     jobs = pd.DataFrame(
-        {"name": ["c"], "time": [0.0], "application": ["cifar10"],
-         "num_replicas": [jobs_gpus], "batch_size": [512]}
+        {
+            "name": ["c"],
+            "time": [0.0],
+            "application": ["cifar10"],
+            "num_replicas": [jobs_gpus],
+            "batch_size": [512],
+        }
     )
-    api.run("fifo", jobs, None, "2x4", config=SimConfig(autoscale=scale),
-            observers=[records.append])
+    api.run(
+        "fifo", jobs, None, "2x4", config=SimConfig(autoscale=scale), observers=[records.append]
+    )
     first = next(r for r in records if r.running)
     assert first.time == 120.0 and first.running[0].replicas == jobs_gpus
 
@@ -258,4 +285,3 @@ def test_a_failure_trace_naming_a_missing_node_is_refused():
     failures = FailureModel(trace=(Failure(10.0, 5, 10.0),))
     with pytest.raises(InputError, match="node 5 does not exist"):
         _one_node_run(config=SimConfig(failures=failures))
-

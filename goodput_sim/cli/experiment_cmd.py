@@ -138,3 +138,35 @@ def batch_rules_cmd(
             f"{_hours(row.avg_jct_s):>9} {cells[0]:>24} {cells[1]:>24} {cells[2]:>24}"
         )
     click.echo(f"\nreport.csv, report.json, batch_rules.png and every run: {out}")
+
+
+@experiment_group.command("cost-jct")
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of the report [default: RESULTS/report].",
+)
+@click.option(
+    "--figure",
+    "figures",
+    multiple=True,
+    default=("cost_jct.png",),
+    show_default=True,
+    help="Figure file (repeatable): .png, .pdf or .svg by suffix; a bare name goes in --out.",
+)
+def cost_jct_cmd(results: Path, out: Path | None, figures: tuple[str, ...]) -> None:
+    """Fixed clusters against autoscaling rules from the sweep of an experiment file with
+    variants (configs/experiment-cost-jct.yaml): node-hours and average JCT with 95% bootstrap
+    intervals over workload x seed samples, each rule against each fixed size paired by
+    (workload, seed), and against the fixed clusters at equal node-hours (interpolated)."""
+    from goodput_sim.experiments.cost_jct import write_cost_jct
+
+    report, written = write_cost_jct(results, out, figures)
+    click.echo(report.markdown(), nl=False)
+    where = out if out is not None else results / "report"
+    click.echo(f"\ncost_jct_*.csv and cost_jct.md: {where}")
+    for path in written:
+        click.echo(f"figure: {path}")

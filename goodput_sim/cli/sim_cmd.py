@@ -568,7 +568,8 @@ def sweep_cmd(
         spec = load_experiment(experiment)
         config = spec.config
         if progress_model is not None:
-            if "progress" in (spec.settings or {}):
+            own = [k for v in spec.variants or () for k, _ in v.settings]
+            if "progress" in (spec.settings or {}) or "progress" in own:
                 raise InputError("--progress", f"{experiment} sweeps progress in its settings")
             config = with_settings(config, {"progress": progress_model})
         out = _sweep_folder(out or Path("results") / spec.name)
@@ -586,6 +587,7 @@ def sweep_cmd(
             workers=workers,
             scheduler=scheduler,
             progress=not quiet,
+            variants=spec.variants,
         )
     else:
         files = []
@@ -617,6 +619,7 @@ def sweep_cmd(
             progress=not quiet,
         )
     index = ["load", "workload"] if table["load"].nunique() > 1 else ["workload"]
+    index += ["variant"] if "variant" in table.columns else []
     pivot = table.pivot_table(index=index, columns="policy", values="avg_jct") / 3600
     click.echo("average JCT (hours; mean over seeds and variants)")
     click.echo(pivot.round(2).to_string())

@@ -13,30 +13,47 @@
     settings:                         # any other engine setting (goodput_sim.spec)
       restart_delay: 30               # one value for every run
       mtbf: [null, 24]                # or a list: an axis of the grid
+    variants:                         # optional: named alternatives, one more axis
+      fixed-8: {cluster: 8x4}
+      utility: {cluster: 8x4, min_nodes: 4, max_nodes: 32, autoscaler: utility}
 
 Every setting of ``goodput-sim run`` (its option names with underscores, and
 ``autoscaler_params``) may be given; a list makes it an axis. Relative paths are read from the
 experiment file's folder. Every key is checked before any run starts; an error names the file
-and the key."""
+and the key.
+
+``variants`` holds alternatives that are not a product of axes, such as fixed clusters of
+several sizes beside autoscaled ones. Each label (letters, digits, ``.``, ``_``, ``-``) names a
+bundle of ``cluster`` and settings, one value each; the variants form one axis of the grid, and
+what a variant sets replaces ``clusters`` and those ``settings`` for its runs (the other axes
+still apply). The label fills the ``variant`` column of ``summary.csv`` and names the run
+folders; two variants that would make the same run are refused. Without ``variants`` nothing
+changes."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from goodput_sim.api import as_cluster, check_policies
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
-from goodput_sim.safe_yaml import load_yaml
+from goodput_sim.safe_yaml import _LimitedLoader, load_yaml
 from goodput_sim.sources import WorkloadSource, checked_generate
 from goodput_sim.spec import BY_NAME, build_config, with_settings
+from goodput_sim.sweep import Variant
 
 KEYS = {"name", "policies", "workloads", "loads", "seeds", "clusters", "intervals", "profiles"}
-KEYS |= {"settings"}
+KEYS |= {"settings", "variants"}
 SETTINGS = sorted(set(BY_NAME) - {"interval"})
 """The keys of ``settings``: every engine setting but the interval (the ``intervals`` axis)."""
 
@@ -55,19 +72,22 @@ class Experiment:
     profiles: str | None = None
     config: SimConfig = SimConfig()  # the settings given one value (at seed 0)
     settings: dict[str, list[Any]] = field(default_factory=dict)  # every setting given
+    variants: list[Variant] | None = None  # the variant axis, when the file has one
 
     @property
     def runs(self) -> int:
-        axes = (
-            self.policies,
-            self.workloads,
-            self.loads,
-            self.seeds,
-            self.clusters,
-            self.intervals,
-            *self.settings.values(),
-        )
-        return math.prod(len(axis) for axis in axes)
+        shared = (self.policies, self.workloads, self.loads, self.seeds, self.intervals)
+        count = math.prod(len(axis) for axis in shared)
+        if self.variants is None:
+            own = (self.clusters, *self.settings.values())
+            return count * math.prod(len(axis) for axis in own)
+        return count * sum(self._variant_runs(v) for v in self.variants)
+
+    def _variant_runs(self, variant: Variant) -> int:
+        """Runs of one variant per (policy, workload, load, seed, interval)."""
+        clusters = 1 if variant.cluster is not None else len(self.clusters)
+        keys = variant.keys
+        return clusters * math.prod(len(v) for k, v in self.settings.items() if k not in keys)
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -87,6 +107,12 @@ def load_experiment(path: str | Path) -> Experiment:
     here = path.parent
     settings = _settings(path, here, data.get("settings", {}))
     clusters = [_cluster(path, here, v) for v in _axis(path, data, "clusters", ["16x4"])]
+    if "variants" in data:
+        _refuse_repeated_labels(path)
+        variants = _variants(path, here, data["variants"])
+        config = _variant_config(path, settings, clusters, variants)
+    else:
+        variants, config = None, _config(path, settings, clusters)
     return Experiment(
         name=_name(path, data.get("name", path.stem)),
         policies=[_policy(path, k, e) for k, e in enumerate(_axis(path, data, "policies"))],
@@ -99,8 +125,9 @@ def load_experiment(path: str | Path) -> Experiment:
             for v in _axis(path, data, "intervals", [60.0])
         ],
         profiles=_profiles(path, here, data.get("profiles")),
-        config=_config(path, settings, clusters),
+        config=config,
         settings=settings,
+        variants=variants,
     )
 
 
@@ -268,3 +295,116 @@ def _config(path: Path, settings: dict[str, list[Any]], clusters: list[ClusterSp
     except (ValueError, InputError) as error:
         raise InputError(path, str(error), "key settings") from None
     return config
+
+
+def _variants(path: Path, here: Path, value: object) -> list[Variant]:
+    """The ``variants`` mapping: label -> ``{cluster, setting: value...}``, one value each."""
+    if not isinstance(value, dict):
+        raise InputError(path, "must be a mapping of label to settings", "key variants")
+    if not value:
+        raise InputError(path, "is an empty axis: give at least one variant", "key variants")
+    known = ["cluster", *SETTINGS]
+    out = []
+    for label, bundle in value.items():
+        where = f"key variants.{label}"
+        if not isinstance(label, str) or not _LABEL.match(label):
+            raise InputError(
+                path, "a label must be letters, digits, '.', '_' or '-' (quote numbers)", where
+            )
+        if bundle is None:
+            bundle = {}
+        if not isinstance(bundle, dict):
+            raise InputError(path, "must be a mapping of cluster and settings", where)
+        unknown = sorted(set(bundle) - set(known))
+        if unknown:
+            hint = "; the interval is swept by the intervals key" if "interval" in unknown else ""
+            raise InputError(path, f"unknown key(s) {unknown}; expected {known}{hint}", where)
+        for key, item in bundle.items():
+            if isinstance(item, list):
+                raise InputError(
+                    path, "takes one value per variant; sweep a list in settings", f"{where}.{key}"
+                )
+        cluster = None
+        if "cluster" in bundle:
+            cluster = _variant_cluster(path, here, bundle["cluster"], f"{where}.cluster")
+        settings = {}
+        for key, item in bundle.items():
+            if key == "cluster":
+                continue
+            try:
+                settings[key] = BY_NAME[key].convert(_located(here, key, item))
+            except InputError as error:
+                raise InputError(path, error.problem, f"{where}.{key}") from None
+        out.append(Variant.of(label, cluster, **settings))
+    return out
+
+
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _refuse_repeated_labels(path: Path) -> None:
+    """A label written twice under ``variants`` (YAML would keep only the last bundle)."""
+    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LimitedLoader)
+    for key, node in root.value if isinstance(root, yaml.MappingNode) else ():
+        if key.value == "variants" and isinstance(node, yaml.MappingNode):
+            labels = [k.value for k, _ in node.value]
+            twice = sorted({label for label in labels if labels.count(label) > 1})
+            if twice:
+                raise InputError(path, f"label(s) {twice} appear twice", "key variants")
+
+
+def _variant_cluster(path: Path, here: Path, value: object, where: str) -> ClusterSpec:
+    """A variant's cluster: ``NODESxGPUS`` or a YAML file beside the experiment file."""
+    if not isinstance(value, str):
+        raise InputError(path, f"expected NODESxGPUS or a YAML file, found {value!r}", where)
+    local = here / value
+    try:
+        return parse_cluster(local if local.is_file() else value)
+    except InputError as error:
+        raise InputError(path, error.problem, where) from None
+
+
+def _variant_config(
+    path: Path,
+    settings: dict[str, list[Any]],
+    clusters: list[ClusterSpec],
+    variants: list[Variant],
+) -> SimConfig:
+    """The config shared by every run of a file with variants (its single-valued settings of
+    SimConfig's own; failure and autoscaling groups are whole only within a variant), after
+    every variant's every combination is built on each of its clusters; two variants that
+    would make the same run are refused."""
+    owner: dict[str, str] = {}
+    for variant in variants:
+        where = f"key variants.{variant.label}"
+        given = {**settings, **{k: [v] for k, v in variant.settings}}
+        fixed = {k: v[0] for k, v in given.items() if len(v) == 1}
+        swept = {k: v for k, v in given.items() if len(v) > 1}
+        own = [variant.cluster] if variant.cluster is not None else clusters
+        for values in itertools.product(*swept.values()):
+            combo = {**fixed, **dict(zip(swept, values, strict=True))}
+            for cluster in own:
+                try:
+                    config = build_config(combo, nodes=cluster.nodes)
+                    as_cluster(cluster, config)
+                except (ValueError, InputError) as error:
+                    problem = error.problem if isinstance(error, InputError) else str(error)
+                    raise InputError(path, problem, where) from None
+                text = json.dumps(
+                    [[dataclasses.asdict(g) for g in cluster.groups], dataclasses.asdict(config)],
+                    sort_keys=True,
+                    default=str,
+                )
+                first = owner.setdefault(text, variant.label)
+                if first != variant.label:
+                    raise InputError(
+                        path,
+                        f"makes the same runs as variant {first!r} (same cluster and "
+                        "settings); give it different settings or drop one",
+                        where,
+                    )
+    shared = {k: v[0] for k, v in settings.items() if len(v) == 1 and BY_NAME[k].group is None}
+    try:
+        return build_config(shared)
+    except (ValueError, InputError) as error:
+        raise InputError(path, str(error), "key settings") from None

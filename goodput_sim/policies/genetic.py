@@ -65,6 +65,18 @@ def crossover(a: NDArray, b: NDArray, rng: np.random.Generator) -> tuple[NDArray
     return np.where(swap, b, a), np.where(swap, a, b)
 
 
+def comparable(fitness: NDArray[np.float64], digits: int = 11) -> NDArray[np.float64]:
+    """``fitness`` rounded to ``digits`` significant digits of its largest magnitude, so that
+    selection does not hang on last-bit differences: numpy's sums and exp/log take different
+    SIMD paths on different CPUs (AVX2 or AVX-512), and allocations of equal value would
+    otherwise rank by that noise, making a seeded search machine-dependent."""
+    scale = float(np.max(np.abs(fitness), initial=0.0))
+    if not (np.isfinite(scale) and scale > 0):
+        return fitness
+    quantum = 10.0 ** (np.floor(np.log10(scale)) + 1 - digits)
+    return np.round(fitness / quantum) * quantum
+
+
 def solve_genetic(
     problem: AllocationProblem,
     seed: int | np.random.SeedSequence = 0,
@@ -76,7 +88,7 @@ def solve_genetic(
     if problem.num_jobs == 0:
         return problem.current.copy()
     pop = repair(problem.current[None].astype(np.int64), problem, rng)
-    fitness = problem.objective(pop)
+    fitness = comparable(problem.objective(pop))
     half = population // 2
     for _ in range(generations - 1):
         pick = rng.integers(0, len(pop), (2, 2, half))
@@ -84,7 +96,7 @@ def solve_genetic(
         kids = np.concatenate(crossover(pop[winners[0]], pop[winners[1]], rng))
         kids = repair(mutate(kids, problem, rng), problem, rng)
         merged = np.unique(np.concatenate([pop, kids]), axis=0)
-        merged_fitness = problem.objective(merged)
+        merged_fitness = comparable(problem.objective(merged))
         keep = np.argsort(-merged_fitness, kind="stable")[:population]
         pop, fitness = merged[keep], merged_fitness[keep]
     return pop[int(np.argmax(fitness))]
