@@ -25,6 +25,7 @@ from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.engine import SimConfig, SimResult, Simulation, pool_cluster
 from goodput_sim.errors import InputError
+from goodput_sim.failures import FailureModel
 from goodput_sim.metrics import claim_check, run_summary
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
@@ -137,6 +138,9 @@ def run(
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster, config)
+    if spec.declares_failures and (config is None or config.failures is None):
+        # The cluster's own failures and reclaims draw from the run's seed, as --mtbf does.
+        config = dataclasses.replace(config or SimConfig(), failures=FailureModel(seed=seed))
     frame = _workload(workload, profile_map, spec)
     check_gpu_types(spec, profile_map, frame["application"])
     with progress_bar(progress, len(frame), policy, "job") as bar:
@@ -210,11 +214,10 @@ def compare(
                 results[name] = run(name, frame, profile_map, spec, seed, config, agent, params)
                 bar.update()
     summaries = {name: run_summary(r) for name, r in results.items()}
-    if config is not None and config.failures is not None and config.failures.active:
+    if has_failures(config, spec):
+        plain_config, plain_cluster = failure_free(config, spec)
         for name in policies:  # the same runs with no node failing, for the cost of failures
-            twin = run(
-                name, frame, profile_map, spec, seed, without_failures(config), agent, params
-            )
+            twin = run(name, frame, profile_map, plain_cluster, seed, plain_config, agent, params)
             summaries[name]["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]
     for name, r in results.items():
         summaries[name]["wall_seconds"] = r.wall_seconds
@@ -222,9 +225,18 @@ def compare(
     return Comparison(results, summary, claim_check(summaries, baselines=baselines(policies)))
 
 
-def without_failures(config: SimConfig) -> SimConfig:
-    """``config`` with no node failing: the twin a failure run's JCT is set against."""
-    return dataclasses.replace(config, failures=None)
+def has_failures(config: SimConfig | None, cluster: ClusterSpec) -> bool:
+    """Whether nodes fail or are reclaimed, or jobs crash, in a run of ``config`` on
+    ``cluster``: such a run's JCT is set against its failure-free twin."""
+    failures = config.failures if config is not None else None
+    crashes = failures is not None and failures.job_crash_hours is not None
+    return (failures is not None and failures.active) or crashes or cluster.declares_failures
+
+
+def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimConfig, ClusterSpec]:
+    """The twin of a failure run: no failure model, and the cluster without its own failure
+    and reclaim rates (prices and spot groups kept)."""
+    return dataclasses.replace(config or SimConfig(), failures=None), cluster.without_failures()
 
 
 def writable_folder(path: str | Path, option: str = "--out", force: bool = False) -> Path:

@@ -274,10 +274,7 @@ def pool_groups(groups: Sequence[NodeGroup], max_nodes: int) -> tuple[NodeGroup,
             if take == 0:
                 break
             last = pool[-1] if pool else None
-            if last is not None and (last.gpus_per_node, last.gpu_type) == (
-                group.gpus_per_node,
-                group.gpu_type,
-            ):
+            if last is not None and replace(last, nodes=0) == replace(group, nodes=0):
                 pool[-1] = replace(last, nodes=last.nodes + take)
             else:
                 pool.append(replace(group, nodes=take))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -21,11 +21,41 @@ DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles 
 
 @dataclass(frozen=True)
 class NodeGroup:
-    """``nodes`` identical machines with ``gpus_per_node`` GPUs of ``gpu_type`` each."""
+    """``nodes`` identical machines with ``gpus_per_node`` GPUs of ``gpu_type`` each, and how
+    they fail and what they cost (every such field optional: None or False is "as the run says"
+    or "not at all")."""
 
     nodes: int
     gpus_per_node: int
     gpu_type: str = DEFAULT_GPU_TYPE
+    domain: str | None = None  # the failure domain (rack, power domain) its nodes belong to
+    mtbf_hours: float | None = None  # its nodes' own mean hours between failures (--mtbf)
+    repair_hours: float | None = None  # their own repair time (--repair-hours)
+    price: float | None = None  # per node-hour (None: the autoscaler's --node-price)
+    preemptible: bool = False  # spot capacity: reclaimed by the provider, with a warning
+    preemption_hours: float | None = None  # mean hours between reclaims of a node (None: never)
+    preempted_hours: float = 1.0  # hours a reclaimed node stays away
+    warning_seconds: float = 0.0  # notice before a reclaim, in which a job may save
+
+    def describe(self) -> dict:
+        """The group as data: its shape and type, and the other fields only where set (so a
+        plain group reads as before, in manifests and run keys alike)."""
+        out = {"nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "gpu_type": self.gpu_type}
+        for name, default in _OPTIONAL_DEFAULTS.items():
+            value = getattr(self, name)
+            if value != default:
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class FailureDomain:
+    """Nodes that fail together (a rack's switch, a power domain): every node of the groups
+    naming it goes down at each of its failures, for its repair time."""
+
+    name: str
+    mtbf_hours: float | None = None  # None: it fails only where a failure trace names it
+    repair_hours: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +69,7 @@ class ClusterSpec:
     groups: tuple[NodeGroup, ...] = (NodeGroup(16, 4),)
     offline: frozenset[int] = frozenset()
     source: str | None = field(default=None, compare=False)  # the file it was read from
+    domains: tuple[FailureDomain, ...] = ()  # failure domains the groups name
 
     @classmethod
     def uniform(cls, nodes: int, gpus_per_node: int, gpu_type: str = DEFAULT_GPU_TYPE):
@@ -73,7 +104,38 @@ class ClusterSpec:
     def with_offline(self, nodes: Iterable[int]) -> ClusterSpec:
         """The same machines with ``nodes`` offline (the live view a round's policy sees)."""
         offline = frozenset(int(n) for n in nodes)
-        return self if offline == self.offline else ClusterSpec(self.groups, offline, self.source)
+        return self if offline == self.offline else replace(self, offline=offline)
+
+    @cached_property
+    def node_groups(self) -> tuple[NodeGroup, ...]:
+        """The group of each node."""
+        return tuple(g for g in self.groups for _ in range(g.nodes))
+
+    def domain_nodes(self, name: str) -> tuple[int, ...]:
+        """The nodes of failure domain ``name``, in node order."""
+        return tuple(n for n, g in enumerate(self.node_groups) if g.domain == name)
+
+    @property
+    def declares_failures(self) -> bool:
+        """Whether the cluster itself makes nodes fail or go: failure domains, a group's own
+        MTBF, or preemptible groups with a reclaim rate."""
+        return any(d.mtbf_hours is not None for d in self.domains) or any(
+            g.mtbf_hours is not None or g.preemption_hours is not None for g in self.groups
+        )
+
+    def without_failures(self) -> ClusterSpec:
+        """The same machines, prices and spot groups, with no failure or reclaim rate of its
+        own: the failure-free twin of a run."""
+        if not self.declares_failures:
+            return self
+        groups = tuple(replace(g, mtbf_hours=None, preemption_hours=None) for g in self.groups)
+        domains = tuple(replace(d, mtbf_hours=None) for d in self.domains)
+        return replace(self, groups=groups, domains=domains)
+
+    @property
+    def priced(self) -> bool:
+        """Whether some group has a price or is preemptible (cost is then reported by kind)."""
+        return any(g.price is not None or g.preemptible for g in self.groups)
 
     @cached_property
     def type_order(self) -> tuple[str, ...]:
@@ -173,8 +235,20 @@ class ClusterSpec:
             "gpus_per_node": self.gpus_per_node,
             "total_gpus": self.total_gpus,
             "gpu_type": self.gpu_type,
-            "groups": [vars(g).copy() for g in self.groups],
+            "groups": [g.describe() for g in self.groups],
+            **({"domains": self._domains_record()} if self.domains else {}),
         }
+
+    def _domains_record(self) -> dict:
+        return {
+            d.name: {"mtbf_hours": d.mtbf_hours, "repair_hours": d.repair_hours}
+            for d in self.domains
+        }
+
+    def key_record(self) -> list:
+        """What a run key holds of the cluster: every group as data, then its domains."""
+        groups = [g.describe() for g in self.groups]
+        return [*groups, {"domains": self._domains_record()}] if self.domains else groups
 
     def __str__(self) -> str:
         return "+".join(f"{g.nodes}x{g.gpus_per_node}" for g in self.groups)
@@ -183,12 +257,36 @@ class ClusterSpec:
 # Bounds that keep the per-node arrays and the simulation finite.
 _MAX_NODES, _MAX_GPUS_PER_NODE = 100_000, 1024
 _GROUP_FIELDS = {"nodes": int, "gpus_per_node": int, "gpu_type": str}
+_HOURS = (1e-3, 87_600.0)  # an hour's thousandth to ten years
+_OPTIONAL_FIELDS = {  # field: (kind, low, high); bool fields take true or false
+    "domain": (str, None, None),
+    "mtbf_hours": (float, *_HOURS),
+    "repair_hours": (float, *_HOURS),
+    "price": (float, 0.0, 1e6),
+    "preemptible": (bool, None, None),
+    "preemption_hours": (float, *_HOURS),
+    "preempted_hours": (float, *_HOURS),
+    "warning_seconds": (float, 0.0, 86_400.0),
+}
+_OPTIONAL_DEFAULTS = {
+    "domain": None,
+    "mtbf_hours": None,
+    "repair_hours": None,
+    "price": None,
+    "preemptible": False,
+    "preemption_hours": None,
+    "preempted_hours": 1.0,
+    "warning_seconds": 0.0,
+}
+_SPOT_ONLY = ("preemption_hours", "preempted_hours", "warning_seconds")
+_DOMAIN_FIELDS = {"mtbf_hours", "repair_hours"}
 
 
 def parse_cluster(text: str | Path) -> ClusterSpec:
     """A cluster from ``NODESxGPUS`` (e.g. ``16x4``) or a YAML file: one group (``nodes``,
-    ``gpus_per_node``, ``gpu_type``) or a list of them under ``groups``, optionally inside a
-    top-level ``cluster`` mapping."""
+    ``gpus_per_node``, ``gpu_type`` and the optional fields of :class:`NodeGroup`) or a list of
+    them under ``groups``, with failure ``domains`` (name: ``mtbf_hours``, ``repair_hours``)
+    beside them, optionally inside a top-level ``cluster`` mapping."""
     match = _SHAPE.match(str(text))
     if match:
         group = _checked_group(
@@ -206,7 +304,7 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping with nodes and gpus_per_node, or groups")
     if "groups" in data:
-        extra = set(data) - {"groups"}
+        extra = set(data) - {"groups", "domains"}
         if extra:
             raise InputError(path, f"unknown field(s) {sorted(extra)} beside groups")
         entries = data["groups"]
@@ -215,18 +313,20 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
         groups = [_checked_group(e, path, f"groups[{k}].") for k, e in enumerate(entries)]
     else:
         groups = [_checked_group(data, path, "")]
-    return ClusterSpec(tuple(groups), source=str(path))
+    domains = _checked_domains(data.get("domains", {}) if "groups" in data else {}, path, groups)
+    return ClusterSpec(tuple(groups), source=str(path), domains=domains)
 
 
 def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
     """One node group from a mapping, every field checked (one-line errors)."""
     if not isinstance(data, dict):
         raise InputError(source, "expected a mapping with nodes and gpus_per_node", where=prefix)
-    unknown = set(data) - set(_GROUP_FIELDS)
+    known = [*_GROUP_FIELDS, *_OPTIONAL_FIELDS]
+    unknown = set(data) - set(known)
     if unknown:
         raise InputError(
             source,
-            f"unknown field(s) {sorted(unknown)}; expected {sorted(_GROUP_FIELDS)}",
+            f"unknown field(s) {sorted(unknown)}; expected {sorted(known)}",
             where=f"field {prefix.rstrip('.')}" if prefix else None,
         )
     limits = {"nodes": _MAX_NODES, "gpus_per_node": _MAX_GPUS_PER_NODE}
@@ -246,7 +346,78 @@ def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
         elif not isinstance(value, str) or not value.strip():
             raise InputError(source, f"must be a GPU type name, found {value!r}", where)
         values[key] = kind(value)
+    for key in _OPTIONAL_FIELDS:
+        if key in data:
+            values[key] = _optional_field(data[key], key, source, f"field {prefix}{key}")
+    if not values.get("preemptible"):
+        for key in _SPOT_ONLY:
+            if key in values:
+                raise InputError(
+                    source,
+                    "applies to preemptible groups only (preemptible: true)",
+                    f"field {prefix}{key}",
+                )
     return NodeGroup(**values)
+
+
+def _optional_field(value: object, key: str, source: str | Path, where: str) -> object:
+    """An optional group or domain field, checked against its kind and range."""
+    kind, low, high = _OPTIONAL_FIELDS[key]
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise InputError(source, f"must be true or false, found {value!r}", where)
+        return value
+    if kind is str:
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise InputError(
+                source,
+                f"must be a name of letters, digits, '.', '_' or '-', found {value!r}",
+                where,
+            )
+        return value
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not (low <= value <= high):
+        what = "positive hours" if key.endswith("_hours") else key.replace("_", " ")
+        raise InputError(source, f"must be {what} in [{low:g}, {high:g}], found {value!r}", where)
+    return float(value)
+
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
+
+
+def _checked_domains(
+    data: object, source: str | Path, groups: list[NodeGroup]
+) -> tuple[FailureDomain, ...]:
+    """The ``domains`` mapping (name: ``mtbf_hours``, optional ``repair_hours``): each named by
+    some group, and every group's domain declared here."""
+    if not isinstance(data, dict):
+        raise InputError(source, "must be a mapping of domain name to its rates", "field domains")
+    out = []
+    for name, fields in data.items():
+        where = f"field domains.{name}"
+        _optional_field(name, "domain", source, where)
+        fields = {} if fields is None else fields
+        if not isinstance(fields, dict):
+            raise InputError(source, "must be a mapping of mtbf_hours and repair_hours", where)
+        unknown = set(fields) - _DOMAIN_FIELDS
+        if unknown:
+            raise InputError(
+                source,
+                f"unknown field(s) {sorted(unknown)}; expected {sorted(_DOMAIN_FIELDS)}",
+                where,
+            )
+        rates = {k: _optional_field(v, k, source, f"{where}.{k}") for k, v in fields.items()}
+        if not any(g.domain == name for g in groups):
+            raise InputError(source, "no group names this domain", where)
+        out.append(FailureDomain(name, **rates))
+    for k, group in enumerate(groups):
+        if group.domain is not None and group.domain not in data:
+            raise InputError(
+                source,
+                f"domain {group.domain!r} is not declared under domains",
+                f"field groups[{k}].domain",
+            )
+    return tuple(out)
 
 
 def check_gpu_types(cluster: ClusterSpec, profiles: Mapping, applications) -> None:

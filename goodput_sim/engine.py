@@ -210,11 +210,16 @@ class Simulation:
         self.stopped: str | None = None
         self._started = 0.0
         self._check_finishable()
+        self.nodes = NodeStates(
+            self.env,
+            self.cluster,
+            self.config.failures,
+            self.config.autoscale,
+            self._on_failure,
+            self._on_reclaim,
+        )
         self._crash_streams = self._crash_setup()
         self._checkpointing = self._checkpoint_setup()
-        self.nodes = NodeStates(
-            self.env, self.cluster, self.config.failures, self.config.autoscale, self._on_failure
-        )
         self._speeds: dict[str, Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._several_shapes = len({g.gpus_per_node for g in self.cluster.groups}) > 1
@@ -236,7 +241,11 @@ class Simulation:
         lr_aware = config.progress == "lr-aware"
         if not (lr_aware or config.seed_objective):
             return None
-        if config.failures is not None and config.failures.active:
+        failures = config.failures
+        crashes = (failures is not None and failures.job_crash_hours) or any(
+            getattr(profile, "crash_hours", None) for profile in self.profiles.values()
+        )
+        if (failures is not None and failures.active) or crashes or self.cluster.declares_failures:
             option = "--progress lr-aware" if lr_aware else "--seed-objective"
             raise InputError(
                 option, "is not supported with failures (lost work would have to undo loss too)"
@@ -351,15 +360,15 @@ class Simulation:
         """Whether jobs take periodic checkpoints: when work can be lost (node failures, job
         crashes, reallocations that save nothing) or saves cost time; ``--checkpoint-interval
         auto`` checked against both."""
-        failures = self.config.failures
-        nodes_fail = failures is not None and failures.active
+        nodes_fail = self.nodes.fails
         costly = any(self._save_seconds(job) > 0 for job in self.jobs)
         if self.config.checkpoint_interval == "auto":
             if not costly or not all(self._save_seconds(job) > 0 for job in self.jobs):
                 raise InputError(
                     "--checkpoint-interval", "auto needs a save time (--checkpoint-seconds)"
                 )
-            if not ((nodes_fail and failures.mtbf_hours) or self._crash_streams):
+            every_node = range(self.cluster.nodes)
+            if not (self.nodes.failure_rate(every_node) > 0 or self._crash_streams):
                 raise InputError(
                     "--checkpoint-interval", "auto needs an MTBF (--mtbf or job crashes)"
                 )
@@ -368,10 +377,11 @@ class Simulation:
 
     def _counters(self) -> tuple[str, ...]:
         """Job counters worth a column in this run: crashes where jobs crash, saves where
-        checkpoints cost time."""
+        checkpoints cost time, preemptions where the cluster has spot nodes."""
         out = ("crashes",) if self._crash_streams else ()
         costly = any(self._save_seconds(job) > 0 for job in self.jobs)
-        return out + (("saves",) if costly else ())
+        spot = any(g.preemptible for g in self.cluster.groups)
+        return out + (("saves",) if costly else ()) + (("preemptions",) if spot else ())
 
     def _save_seconds(self, job: Job) -> float:
         """Seconds a checkpoint of the job takes to save: the run's, else its application's."""
@@ -379,12 +389,15 @@ class Simulation:
         return own if own is not None else (job.profile.checkpoint_seconds or 0.0)
 
     def effective_mtbf(self, job: Job) -> float:
-        """Seconds between the events that undo a job's work: failures of the nodes it runs
-        on (``nodes / MTBF``) and its own crashes, as rates added (inf: none)."""
-        rate = 0.0
+        """Seconds between the events that undo a job's work: failures and reclaims of the
+        nodes it runs on (each node's rate, its domains' too; a job not placed counts as on
+        the first ``max(nodes_used, 1)`` nodes) and its own crashes, as rates added (inf:
+        none)."""
         failures = self.config.failures
-        if failures is not None and failures.mtbf_hours:
-            rate += max(job.nodes_used, 1) / (failures.mtbf_hours * 3600.0)
+        nodes = np.flatnonzero(job.allocation)
+        if not nodes.size:
+            nodes = np.arange(min(max(job.nodes_used, 1), self.cluster.nodes))
+        rate = self.nodes.failure_rate(nodes.tolist())
         if job.name in self._crash_streams:
             hours = (failures.job_crash_hours if failures else None) or job.profile.crash_hours
             rate += 1.0 / (hours * 3600.0)
@@ -443,6 +456,25 @@ class Simulation:
                 self._lose_work(job, now)
                 self._release(job)
                 job.failures += 1
+                job.restore_pending = True
+
+    def _on_reclaim(self, node: int, notice: float) -> None:
+        """Spot node ``node`` is reclaimed in ``notice`` seconds: each job on it stops now. One
+        whose save fits in the notice saves and loses nothing (the save is paid at its next
+        start, beside the restore); any other falls back to its last checkpoint."""
+        now = self.env.now
+        self._advance(self.active, self.last_advance, now)
+        self.last_advance = now
+        for job in self.active:
+            if not job.finished and job.allocation[node] > 0:
+                if notice > 0 and self._save_seconds(job) <= notice:
+                    self._settle_save(job, now)
+                    job.checkpoint, job.saving = (job.progress, job.epoch, now), None
+                    job.save_due = True
+                else:
+                    self._lose_work(job, now)
+                self._release(job)
+                job.preemptions += 1
                 job.restore_pending = True
 
     def _release(self, job: Job) -> None:
@@ -873,7 +905,7 @@ def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> Cluster
     from the cluster's node groups in order, repeated as needed (:func:`pool_groups`)."""
     if scale is None:
         return cluster
-    return ClusterSpec(pool_groups(cluster.groups, scale.max_nodes), source=cluster.source)
+    return replace(cluster, groups=pool_groups(cluster.groups, scale.max_nodes))
 
 
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:

@@ -1,5 +1,11 @@
-"""Node failures and repairs: drawn per node from a seeded exponential time between failures,
-or read from a failure trace (``time,node,duration`` in seconds, one failure per line).
+"""Node failures and repairs: drawn per node from a seeded exponential (or Weibull) time between
+failures, or read from a failure trace (``time,node,duration`` in seconds, one failure per
+line; ``node`` may name a failure domain of the cluster instead of a node id).
+
+A cluster may add its own processes (``goodput_sim.cluster``): a node group's own MTBF and
+repair time in place of the run's, failure domains whose every failure takes down all their
+nodes at once, and preemptible groups whose nodes the provider reclaims. Each process draws from
+its own seeded stream, so adding one never moves the draws of another.
 
 A failure takes a node down for its repair time; every job with GPUs on it loses the progress
 made since its last checkpoint and waits for the next round. Draws are per node, from one
@@ -10,12 +16,14 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from goodput_sim.cluster import ClusterSpec, FailureDomain, NodeGroup
 from goodput_sim.errors import InputError
 
 REPAIRS = ("fixed", "exponential")
@@ -25,11 +33,18 @@ _MAX_SECONDS = 10 * 365 * 86400.0
 
 @dataclass(frozen=True)
 class Failure:
-    """Node ``node`` goes down at ``time`` for ``duration`` seconds."""
+    """Node ``node`` (or every node of failure domain ``domain``, with ``node`` -1) goes down at
+    ``time`` for ``duration`` seconds."""
 
     time: float
     node: int
     duration: float
+    domain: str | None = None
+
+    @property
+    def unit(self) -> int | str:
+        """What fails: the node id, or the domain's name."""
+        return self.domain if self.domain is not None else self.node
 
 
 @dataclass(frozen=True)
@@ -68,10 +83,18 @@ class FailureModel:
             raise InputError("--job-crash-hours", f"must be positive hours, got {crash!r}")
         check_trace(self.trace, "failure trace")
 
-    def check_nodes(self, nodes: int) -> None:
-        """Refuse a trace naming a node the cluster does not have."""
+    def check_nodes(self, nodes: int, domains: tuple[str, ...] = ()) -> None:
+        """Refuse a trace naming a node or failure domain the cluster does not have."""
         for failure in self.trace:
-            if not 0 <= failure.node < nodes:
+            if failure.domain is not None:
+                if failure.domain not in domains:
+                    known = ", ".join(domains) if domains else "none"
+                    raise InputError(
+                        "failure trace",
+                        f"domain {failure.domain!r} is not a failure domain of the cluster "
+                        f"(its domains: {known})",
+                    )
+            elif not 0 <= failure.node < nodes:
                 raise InputError(
                     "failure trace",
                     f"node {failure.node} does not exist; the cluster has nodes 0-{nodes - 1}",
@@ -81,28 +104,70 @@ class FailureModel:
     def active(self) -> bool:
         return self.mtbf_hours is not None or bool(self.trace)
 
-    def node_failures(self, node: int, nodes: int) -> Iterator[Failure]:
+    def node_failures(
+        self,
+        node: int,
+        nodes: int,
+        mtbf_hours: float | None = None,
+        repair_hours: float | None = None,
+    ) -> Iterator[Failure]:
         """The failures of one node in time order (endless for an MTBF, each drawn after the
-        previous repair)."""
+        previous repair); ``mtbf_hours`` and ``repair_hours`` are its group's own, in place of
+        the run's. A trace holds every failure: nothing is drawn beside it."""
         if self.trace:
-            yield from (f for f in self.trace if f.node == node)
+            yield from (f for f in self.trace if f.domain is None and f.node == node)
             return
-        if self.mtbf_hours is None:
+        mtbf = mtbf_hours if mtbf_hours is not None else self.mtbf_hours
+        if mtbf is None:
             return
         rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(nodes)[node])
+        repair = repair_hours if repair_hours is not None else self.repair_hours
+        yield from self._drawn(rng, mtbf, repair, lambda at, length: Failure(at, node, length))
+
+    def domain_failures(self, index: int, domain: FailureDomain) -> Iterator[Failure]:
+        """The failures of failure domain number ``index`` (the trace's, or drawn from its own
+        MTBF and repair time, with the run's lifetime and repair distributions)."""
+        if self.trace:
+            yield from (f for f in self.trace if f.domain == domain.name)
+            return
+        if domain.mtbf_hours is None:
+            return
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 2, index]))
+        yield from self._drawn(
+            rng,
+            domain.mtbf_hours,
+            domain.repair_hours,
+            lambda at, length: Failure(at, -1, length, domain.name),
+        )
+
+    def _drawn(self, rng, mtbf_hours: float, repair_hours: float, make) -> Iterator[Failure]:
+        """Endless failures: a lifetime, then a repair, again and again."""
         now = 0.0
-        mean = self.mtbf_hours * 3600.0
+        mean = mtbf_hours * 3600.0
         while True:
             if self.lifetime == "weibull":
                 k = self.weibull_shape
                 now += mean / math.gamma(1.0 + 1.0 / k) * rng.weibull(k)
             else:
                 now += rng.exponential(mean)
-            repair = self.repair_hours * 3600.0
+            repair = repair_hours * 3600.0
             if self.repair == "exponential":
                 repair = max(rng.exponential(repair), 1.0)
-            yield Failure(now, node, repair)
+            yield make(now, repair)
             now += repair
+
+    def reclaims(self, node: int, group: NodeGroup) -> Iterator[tuple[float, float]]:
+        """(time, seconds away) of each reclaim of a preemptible node: exponential times
+        between reclaims with mean ``preemption_hours``, each away ``preempted_hours``, from
+        the node's own stream (independent of its failures)."""
+        if group.preemption_hours is None:
+            return
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 3, node]))
+        now, away = 0.0, group.preempted_hours * 3600.0
+        while True:
+            now += rng.exponential(group.preemption_hours * 3600.0)
+            yield now, away
+            now += away
 
     def crash_seconds(self, job: int, mean_hours: float) -> Iterator[float]:
         """Running seconds between the crashes of job number ``job`` (exponential with mean
@@ -126,7 +191,7 @@ class FailureModel:
 def check_trace(trace: tuple[Failure, ...], where: str) -> None:
     """Refuse failures at impossible times or of impossible lengths, out of time order, or
     failing a node again before its repair (however the trace was made: file or Python)."""
-    ends: dict[int, float] = {}
+    ends: dict[int | str, float] = {}
     previous = -math.inf
     for failure in trace:
         if not (math.isfinite(failure.time) and 0 <= failure.time <= _MAX_SECONDS):
@@ -135,15 +200,23 @@ def check_trace(trace: tuple[Failure, ...], where: str) -> None:
             raise InputError(where, f"repair duration {failure.duration!r} is not positive")
         if failure.time < previous:
             raise InputError(where, "failures must be in time order")
-        if failure.time < ends.get(failure.node, -1.0):
-            raise InputError(where, f"node {failure.node} fails again before its repair")
+        if failure.time < ends.get(failure.unit, -1.0):
+            raise InputError(where, f"{_what(failure.unit)} fails again before its repair")
         previous = failure.time
-        ends[failure.node] = failure.time + failure.duration
+        ends[failure.unit] = failure.time + failure.duration
 
 
-def read_failure_trace(path: str | Path, nodes: int) -> tuple[Failure, ...]:
-    """Failures from a CSV with a ``time,node,duration`` header (seconds, node ids from 0);
-    one-line errors naming the file and line. A node's failures may not overlap."""
+def _what(unit: int | str) -> str:
+    return f"node {unit}" if isinstance(unit, int) else f"domain {unit!r}"
+
+
+def read_failure_trace(
+    path: str | Path, nodes: int, cluster: ClusterSpec | None = None
+) -> tuple[Failure, ...]:
+    """Failures from a CSV with a ``time,node,duration`` header (seconds, node ids from 0, or
+    a failure domain's name); one-line errors naming the file and line. A node's (a domain's)
+    failures may not overlap. Domain names are checked against ``cluster`` when it is given,
+    else when the run starts."""
     path = Path(path)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
@@ -160,24 +233,36 @@ def read_failure_trace(path: str | Path, nodes: int) -> tuple[Failure, ...]:
         if len(row) != 3:
             raise InputError(path, f"expected 3 fields, found {len(row)}", line)
         time, node, duration = (cell.strip() for cell in row)
+        domain = node if _DOMAIN.match(node) else None
         try:
             at, length = float(time), float(duration)
-            index = int(node)
+            index = -1 if domain is not None else int(node)
         except ValueError:
             raise InputError(path, f"expected numbers, found {row!r}", line) from None
+        if domain is not None and cluster is not None:
+            names = [d.name for d in cluster.domains]
+            if domain not in names:
+                known = ", ".join(names) if names else "none"
+                raise InputError(
+                    path, f"{domain!r} is neither a node id nor a failure domain ({known})", line
+                )
         if not (math.isfinite(at) and 0 <= at <= _MAX_SECONDS):
             raise InputError(path, f"time must be seconds in [0, {_MAX_SECONDS:.0f}]", line)
         if not (math.isfinite(length) and 0 < length <= _MAX_SECONDS):
             raise InputError(path, "duration must be positive seconds", line)
-        if not 0 <= index < nodes:
+        if domain is None and not 0 <= index < nodes:
             raise InputError(
                 path, f"node {index} does not exist; the cluster has nodes 0-{nodes - 1}", line
             )
-        failures.append((at, index, length, line))
-    failures.sort()
-    ends: dict[int, float] = {}
-    for at, index, length, line in failures:
-        if at < ends.get(index, -1.0):
-            raise InputError(path, f"node {index} fails again before its repair", line)
-        ends[index] = at + length
-    return tuple(Failure(at, index, length) for at, index, length, _ in failures)
+        failures.append((at, index, length, line, domain))
+    failures.sort(key=lambda f: (f[0], f[1], f[2], f[3]))
+    ends: dict[int | str, float] = {}
+    for at, index, length, line, domain in failures:
+        unit = domain if domain is not None else index
+        if at < ends.get(unit, -1.0):
+            raise InputError(path, f"{_what(unit)} fails again before its repair", line)
+        ends[unit] = at + length
+    return tuple(Failure(at, i, length, d) for at, i, length, _, d in failures)
+
+
+_DOMAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")

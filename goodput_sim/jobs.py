@@ -231,6 +231,7 @@ class Job:
     save_due: bool = False  # a reallocation's save is charged at the next start
     saves: int = 0  # checkpoints saved (periodic and charged reallocation ones)
     crashes: int = 0  # job-level crashes
+    preemptions: int = 0  # stops because a spot node it ran on was reclaimed
     crash_left: float = float("inf")  # running seconds until the next crash
     crash_from: float | None = None  # when the job last started running (crashes on)
     crash_token: int = 0  # the pending crash event's number (stale events are ignored)

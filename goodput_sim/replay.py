@@ -11,7 +11,7 @@ from typing import Any
 
 from goodput_sim.agents import agent_class
 from goodput_sim.api import bundled_workload, file_hash
-from goodput_sim.cluster import ClusterSpec, NodeGroup
+from goodput_sim.cluster import ClusterSpec, FailureDomain, NodeGroup
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.policies import policy_class
@@ -30,6 +30,10 @@ def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text())
         policy, agent = dict(manifest["policy"]), dict(manifest["agent"])
         groups = tuple(NodeGroup(**g) for g in manifest["cluster"]["groups"])
+        domains = tuple(
+            FailureDomain(name, **rates)
+            for name, rates in manifest["cluster"].get("domains", {}).items()
+        )
         settings = manifest["config"]
         hashes = manifest.get("input_sha256", {})
         inputs = manifest["inputs"]
@@ -48,7 +52,7 @@ def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
         "policy": name,
         "workload": _input(path, "workload", inputs, hashes, bundled_workload()),
         "profiles": _input(path, "profiles", inputs, hashes, bundled_profiles_path()),
-        "cluster": ClusterSpec(groups),
+        "cluster": ClusterSpec(groups, domains=domains),
         "seed": seed,
         "config": _replayed_config(path, settings),
         "agent": agent["name"],

@@ -601,7 +601,7 @@ def run_key(
         "params": sorted([str(k), v] for k, v in params.items()),
         "workload": dict(workload),
         "profiles": profiles,
-        "cluster": [dataclasses.asdict(g) for g in cluster.groups],
+        "cluster": cluster.key_record(),
         "config": dataclasses.asdict(config),
         "seed": seed,
     }

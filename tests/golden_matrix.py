@@ -25,7 +25,7 @@ from golden import canonical  # noqa: E402
 from goodput_sim import api  # noqa: E402
 from goodput_sim.agents import agent_class  # noqa: E402
 from goodput_sim.autoscale import AutoscaleConfig  # noqa: E402
-from goodput_sim.cluster import ClusterSpec, NodeGroup, parse_cluster  # noqa: E402
+from goodput_sim.cluster import ClusterSpec, FailureDomain, NodeGroup, parse_cluster  # noqa: E402
 from goodput_sim.engine import SimConfig  # noqa: E402
 from goodput_sim.failures import Failure, FailureModel  # noqa: E402
 from goodput_sim.philly import philly_workload, read_philly_log  # noqa: E402
@@ -57,6 +57,16 @@ def inputs(name: str) -> tuple[pd.DataFrame, dict, ClusterSpec]:
     if name == "philly-log":  # the real-log converter on its JSON fixture, one node per job
         log = read_philly_log(Path(__file__).parent / "data" / "philly_job_log.json")
         return philly_workload(log, realistic=True, seed=1), plain, ClusterSpec.uniform(4, 4)
+    if name == "racks-spot":  # two failure domains and two spot nodes (issue 20)
+        groups = (
+            NodeGroup(3, 4, domain="rack-a", price=3.0),
+            NodeGroup(3, 4, domain="rack-b", mtbf_hours=12.0, price=3.0),
+            NodeGroup(
+                2, 4, price=1.0, preemptible=True, preemption_hours=3.0, warning_seconds=120.0
+            ),
+        )
+        domains = (FailureDomain("rack-a", 6.0, 0.5), FailureDomain("rack-b", 10.0))
+        return default, plain, ClusterSpec(groups, domains=domains)
     if name == "sia-mix":
         hetero = _first_of_each(ROOT / "traces" / "workloads" / "heterogeneous.csv", 1)
         typed = load_profiles(ROOT / "traces" / "profiles-sia")
@@ -70,6 +80,21 @@ DYNAMICS = {
     "failure-trace": SimConfig(failures=FailureModel(trace=FAILURE_TRACE)),
     "autoscale-utility": SimConfig(autoscale=AutoscaleConfig(2, 8, "utility")),
     "autoscale-queue": SimConfig(autoscale=AutoscaleConfig(2, 8, "queue")),
+    # Issue 20: checkpoints that cost time, charged at reallocations; job crashes with the
+    # Young/Daly interval; Weibull node lifetimes.
+    "checkpoints-charged": SimConfig(
+        checkpoint_seconds=30.0,
+        reallocation_checkpoint="charged",
+        failures=FailureModel(mtbf_hours=8.0, repair_hours=0.5, seed=3),
+    ),
+    "crashes-auto": SimConfig(
+        checkpoint_interval="auto",
+        checkpoint_seconds=20.0,
+        failures=FailureModel(job_crash_hours=1.5, seed=3),
+    ),
+    "weibull": SimConfig(
+        failures=FailureModel(mtbf_hours=8.0, repair_hours=0.5, seed=3, lifetime="weibull")
+    ),
 }
 
 
@@ -98,6 +123,9 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
     for dynamics, config in DYNAMICS.items():
         for policy in ("tiresias", "goodput", "sia"):
             out[f"homogeneous/{policy}/{dynamics}"] = run("homogeneous", policy, config)
+    spot = SimConfig(checkpoint_seconds=20.0, failures=FailureModel(seed=3))
+    for policy in ("tiresias", "goodput", "sia"):
+        out[f"racks-spot/{policy}"] = run("racks-spot", policy, spot)
     for policy in ("tiresias", "goodput"):
         default = policy_class(policy).default_agent
         for agent in AGENTS:

@@ -12,14 +12,16 @@ from goodput_sim import jsonio
 from goodput_sim.api import (
     DEFAULT_POLICIES,
     Comparison,
+    as_cluster,
     bundled_workload,
     compare,
     default_profiles_path,
+    failure_free,
+    has_failures,
     input_hashes,
     parse_policies,
     run,
     staged_folder,
-    without_failures,
     writable_folder,
     write_run,
 )
@@ -235,10 +237,10 @@ def run_cmd(
     out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}", force=force)
     result = run(policy, workload, profiles, cluster, seed, config, agent, params, not quiet)
     summary = run_summary(result)
-    if config.failures is not None and config.failures.active:
-        twin = run(
-            policy, workload, profiles, cluster, seed, without_failures(config), agent, params
-        )
+    spec = as_cluster(cluster, config)
+    if has_failures(config, spec):
+        plain_config, plain_cluster = failure_free(config, spec)
+        twin = run(policy, workload, profiles, plain_cluster, seed, plain_config, agent, params)
         summary["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]
     with staged_folder(out) as folder:
         write_run(
@@ -268,6 +270,12 @@ def run_cmd(
             f"  {summary['node_failures']} node failures, {summary['node_hours_failed']:.1f} "
             f"node-h down, {summary['lost_gpu_hours']:.1f} GPU-h of work lost; average JCT "
             f"{summary['avg_jct_without_failures']:.1f} s without failures"
+        )
+    if "node_hours_spot" in summary:
+        click.echo(
+            f"  {summary['node_preemptions']} spot reclaims; node-hours on demand "
+            f"{summary['node_hours_on_demand']:.1f}, spot {summary['node_hours_spot']:.1f}; "
+            f"cost {summary['cost']:.2f}"
         )
     if config.autoscale is not None:
         cost = summary["cost"]

@@ -1,5 +1,6 @@
-"""Cluster dynamics: which nodes of the pool are failed, not provisioned or booting, their
-failures and repairs on the clock, the autoscaler's resizing, and the node-time paid for.
+"""Cluster dynamics: which nodes of the pool are failed, reclaimed, not provisioned or booting,
+their failures, repairs and reclaims on the clock, the autoscaler's resizing, and the node-time
+paid for (by on-demand and spot node where the cluster has prices or preemptible groups).
 
 The engine owns the jobs; this module owns the nodes. It tells the engine which nodes went
 down (``on_failure``) or were removed (the return of :meth:`NodeStates.autoscale`), and the
@@ -15,7 +16,8 @@ import simpy
 from numpy.typing import NDArray
 
 from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.cluster import ClusterSpec, FailureDomain, NodeGroup
+from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
 from goodput_sim.policies.base import JobView
 from goodput_sim.sim.clock import At, Cause, SimEvent, after
@@ -32,16 +34,33 @@ class NodeStates:
         failures: FailureModel | None,
         scale: AutoscaleConfig | None,
         on_failure: Callable[[Failure], None],
+        on_reclaim: Callable[[int, float], None] | None = None,
     ):
         self.env = env
         self.cluster = cluster
-        self.failure_model = failures if failures is not None and failures.active else None
+        model = failures if failures is not None else FailureModel()
+        declared = cluster.declares_failures
+        self.failure_model = model if model.active or declared else None
         if self.failure_model is not None:
-            self.failure_model.check_nodes(cluster.nodes)
+            own_rates = any(g.mtbf_hours is not None for g in cluster.groups) or any(
+                d.mtbf_hours is not None for d in cluster.domains
+            )
+            if model.trace and own_rates:
+                raise InputError(
+                    "--failure-trace",
+                    "a failure trace holds every failure, but the cluster declares its own "
+                    "failure rates (domains or a group's mtbf_hours): give one or the other",
+                )
+            model.check_nodes(cluster.nodes, tuple(d.name for d in cluster.domains))
         self.scale = scale
         self.scaler = make_autoscaler(scale.rule, dict(scale.params)) if scale else None
         self.on_failure = on_failure
+        self.on_reclaim = on_reclaim
         self.failed: set[int] = set()
+        self._holds: dict[int, int] = {}  # node -> failures keeping it down (node, domain)
+        self.reclaimed: set[int] = set()  # spot nodes under notice or taken by the provider
+        self.reclaims = 0
+        self._away: set[int] = set()  # reclaimed spot nodes gone (not paid for)
         self.failure_log: list[tuple[float, int, float]] = []
         self.off: set[int] = set(range(scale.min_nodes, cluster.nodes)) if scale else set()
         self.starting: dict[int, int] = {}  # node -> generation of its start request
@@ -49,17 +68,57 @@ class NodeStates:
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
         self.gpu_seconds = 0.0  # their GPUs, node by node
         self._tick = 0.0
+        # Node-seconds paid per group, kept where the cluster prices its groups or has spot ones.
+        self._group_of = None
+        if cluster.priced:
+            sizes = [g.nodes for g in cluster.groups]
+            self._group_of = np.repeat(np.arange(len(sizes)), sizes)
+        self.group_seconds = np.zeros(len(cluster.groups))
+
+    @property
+    def fails(self) -> bool:
+        """Whether nodes can go down unannounced to the policy: failures or reclaims."""
+        return self.failure_model is not None
 
     def start(self) -> None:
-        """Put every node's failures on the clock (none without a failure model)."""
-        if self.failure_model is not None:
-            for node in range(self.cluster.nodes):
-                self.env.process(self._node_failures(node))
+        """Put every node's failures, every domain's and every spot node's reclaims on the
+        clock (none without a failure model or a cluster that declares them)."""
+        model = self.failure_model
+        if model is None:
+            return
+        for node, group in enumerate(self.cluster.node_groups):
+            self.env.process(self._node_failures(node, group))
+        for index, domain in enumerate(self.cluster.domains):
+            self.env.process(self._domain_failures(index, domain))
+        for node, group in enumerate(self.cluster.node_groups):
+            if group.preemptible and group.preemption_hours is not None:
+                self.env.process(self._reclaims(node, group))
+
+    def failure_rate(self, nodes: Sequence[int]) -> float:
+        """Events per second that undo the work of a job on ``nodes``: each node's failures
+        (its group's MTBF, else the run's), those of the domains they belong to, and reclaims
+        of spot nodes."""
+        model = self.failure_model
+        if model is None or model.trace:
+            return 0.0
+        rate, domains = 0.0, set()
+        for node in nodes:
+            group = self.cluster.node_groups[node]
+            mtbf = group.mtbf_hours if group.mtbf_hours is not None else model.mtbf_hours
+            rate += 1.0 / (mtbf * 3600.0) if mtbf else 0.0
+            if group.preemption_hours is not None:
+                rate += 1.0 / (group.preemption_hours * 3600.0)
+            if group.domain is not None:
+                domains.add(group.domain)
+        for domain in self.cluster.domains:
+            if domain.name in domains and domain.mtbf_hours is not None:
+                rate += 1.0 / (domain.mtbf_hours * 3600.0)
+        return rate
 
     # ---------------------------------------------------------------------------- state
     def offline(self) -> set[int]:
-        """Nodes offering no GPUs: failed, not provisioned, or booting."""
-        return self.failed | self.off | set(self.starting)
+        """Nodes offering no GPUs: failed, reclaimed, not provisioned, or booting."""
+        return self.failed | self.reclaimed | self.off | set(self.starting)
 
     def live_cluster(self) -> ClusterSpec:
         """The cluster as this round's policy sees it: offline nodes offer no GPUs."""
@@ -75,45 +134,118 @@ class NodeStates:
         return int(capacity.sum() - sum(int(capacity[n]) for n in self.off))
 
     def account(self, now: float) -> None:
-        """Count the node-time and GPU-time provisioned since the last call."""
-        self.node_seconds += self.provisioned() * (now - self._tick)
-        self.gpu_seconds += self.provisioned_gpus() * (now - self._tick)
+        """Count the node-time and GPU-time provisioned since the last call (a reclaimed spot
+        node is paid until the provider takes it, not while it is away)."""
+        span = now - self._tick
+        self.node_seconds += self.provisioned() * span
+        self.gpu_seconds += self.provisioned_gpus() * span
+        if self._group_of is not None:
+            unpaid = list(self.off | self._away)
+            paid = np.ones(self.cluster.nodes, dtype=bool)
+            paid[unpaid] = False
+            self.group_seconds += span * np.bincount(
+                self._group_of[paid], minlength=len(self.cluster.groups)
+            )
         self._tick = now
 
     def summary(self, end: float) -> dict:
-        """Node-hours provisioned and lost to failures, failures, and cost with a price."""
+        """Node-hours provisioned and lost to failures, failures, and cost with a price; on a
+        cluster with prices or spot groups, node-hours and reclaims of spot nodes apart and cost
+        at each group's price (the autoscaler's --node-price where a group has none)."""
         down = sum(min(duration, end - at) for at, _, duration in self.failure_log)
         price = self.scale.node_price if self.scale else None
         node_hours = self.node_seconds / 3600.0
-        return {
+        out = {
             "node_hours": node_hours,
             "provisioned_gpu_hours": self.gpu_seconds / 3600.0,
             "node_failures": len(self.failure_log),
             "node_hours_failed": down / 3600.0,
             "cost": node_hours * price if price is not None else float("nan"),
         }
+        if self._group_of is not None:
+            hours = self.group_seconds / 3600.0
+            spot = np.array([g.preemptible for g in self.cluster.groups])
+            prices = np.array(
+                [g.price if g.price is not None else price for g in self.cluster.groups],
+                dtype=float,
+            )
+            out["node_hours"] = float(hours.sum())
+            out["node_hours_on_demand"] = float(hours[~spot].sum())
+            out["node_hours_spot"] = float(hours[spot].sum())
+            out["node_preemptions"] = self.reclaims
+            out["cost"] = float(np.dot(hours, prices))  # nan where a price is missing
+        return out
 
     # ------------------------------------------------------------------------- failures
-    def _node_failures(self, node: int):
+    def _node_failures(self, node: int, group: NodeGroup):
         """A node's process: down at each failure, up again after its repair."""
         env = self.env
-        for failure in self.failure_model.node_failures(node, self.cluster.nodes):
+        failures = self.failure_model.node_failures(
+            node, self.cluster.nodes, group.mtbf_hours, group.repair_hours
+        )
+        for failure in failures:
             if failure.time > env.now:
                 yield At(env, failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
-            self._fail(failure)
+            took = self._fail(failure)
             yield after(env, failure.duration, Cause.REPAIR)
-            self.failed.discard(node)
+            if took:
+                self._repair(node)
 
-    def _fail(self, failure: Failure) -> None:
-        """Node ``failure.node`` goes down now, unless the autoscaler has not started it; the
-        engine is told first, so it can bring its jobs up to date and take their GPUs."""
+    def _domain_failures(self, index: int, domain: FailureDomain):
+        """A failure domain's process: every node of it down at each failure, together."""
+        env = self.env
+        nodes = self.cluster.domain_nodes(domain.name)
+        for failure in self.failure_model.domain_failures(index, domain):
+            if failure.time > env.now:
+                yield At(env, failure.time - env.now, SimEvent(Cause.FAILURE, failure.time))
+            taken = [n for n in nodes if self._fail(Failure(failure.time, n, failure.duration))]
+            yield after(env, failure.duration, Cause.REPAIR)
+            for node in taken:
+                self._repair(node)
+
+    def _fail(self, failure: Failure) -> bool:
+        """Node ``failure.node`` goes down now, unless it is not provisioned (the autoscaler
+        has not started it, or the provider took it back); the engine is told first, so it can
+        bring its jobs up to date and take their GPUs. True if it went down."""
         node = failure.node
-        if node in self.off:
-            return
+        if node in self.off or node in self._away:
+            return False
         self.on_failure(failure)
+        self._holds[node] = self._holds.get(node, 0) + 1
         self.failed.add(node)
         self.starting.pop(node, None)
         self.failure_log.append((self.env.now, node, failure.duration))
+        return True
+
+    def _repair(self, node: int) -> None:
+        """One failure holding ``node`` down is repaired; it is up once none holds it."""
+        self._holds[node] -= 1
+        if not self._holds[node]:
+            del self._holds[node]
+            self.failed.discard(node)
+
+    def _reclaims(self, node: int, group: NodeGroup):
+        """A spot node's process: at each reclaim's notice (``warning_seconds`` before it) it
+        takes no new work and the engine stops its jobs, saving where the notice allows; it is
+        gone from the reclaim for ``preempted_hours``, then available again."""
+        env = self.env
+        for at, away in self.failure_model.reclaims(node, group):
+            notice = min(group.warning_seconds, at - env.now)
+            if at - notice > env.now:
+                yield At(env, at - notice - env.now, SimEvent(Cause.FAILURE, at - notice))
+            if node in self.off:
+                continue  # not provisioned: nothing to take back
+            self.reclaims += 1
+            self.reclaimed.add(node)
+            self.starting.pop(node, None)
+            if self.on_reclaim is not None:
+                self.on_reclaim(node, notice)
+            if notice > 0:
+                yield after(env, notice, Cause.FAILURE)
+            self._away.add(node)
+            yield after(env, away, Cause.REPAIR)
+            self._away.discard(node)
+            self.reclaimed.discard(node)
 
     # ---------------------------------------------------------------------- autoscaling
     def autoscale(
@@ -152,7 +284,7 @@ class NodeStates:
         up = [
             n
             for n in range(self.cluster.nodes)
-            if n not in self.off | self.failed | held and n not in self.starting
+            if n not in self.off | self.failed | self.reclaimed | held and n not in self.starting
         ]
         return booting + removal_order(list(allocations), up)
 
