@@ -14,12 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_sim.cli import main
-from goodput_sim.experiments.cost_jct import (
-    NO_INTERVAL,
-    cost_jct_report,
-    interpolate,
-    read_runs,
-)
+from goodput_sim.experiments.cost_jct import cost_jct_report, interpolate, read_runs
+from goodput_sim.experiments.intervals import NO_INTERVAL
 
 AUTOSCALED = {"autoscaler": "queue", "max_nodes": 32, "min_nodes": 4, "node_price": 2.5}
 UTILITY = {"max_nodes": 32, "min_nodes": 4, "node_price": 2.5}  # utility: the default rule

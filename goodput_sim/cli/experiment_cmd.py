@@ -170,3 +170,33 @@ def cost_jct_cmd(results: Path, out: Path | None, figures: tuple[str, ...]) -> N
     click.echo(f"\ncost_jct_*.csv and cost_jct.md: {where}")
     for path in written:
         click.echo(f"figure: {path}")
+
+
+@experiment_group.command("failures")
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of the report [default: RESULTS/report].",
+)
+@click.option(
+    "--figure",
+    default="failures.png",
+    show_default=True,
+    help="Figure file: .png, .pdf or .svg by suffix; a bare name goes in --out.",
+)
+def failures_cmd(results: Path, out: Path | None, figure: str) -> None:
+    """What failures cost each policy, from the sweep of an experiment file over failure
+    settings (configs/experiment-failures.yaml): average JCT per failure condition and its
+    slowdown against the same workload x seed samples with nothing failing, with 95% paired
+    bootstrap intervals, beside the work lost and the node failures per run."""
+    from goodput_sim.experiments.failure_cost import markdown, write_failure_report
+
+    table, written = write_failure_report(results, out, figure)
+    click.echo(markdown(table), nl=False)
+    where = out if out is not None else results / "report"
+    click.echo(f"\nfailures.csv and failures.md: {where}")
+    for path in written:
+        click.echo(f"figure: {path}")

@@ -17,9 +17,7 @@ summary and an interval does not move when other rows are added.
 
 from __future__ import annotations
 
-import json
 import math
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,14 +25,19 @@ import numpy as np
 import pandas as pd
 
 from goodput_sim.errors import InputError
-from goodput_sim.stats import LEVEL, bootstrap_mean_ci
+from goodput_sim.experiments.intervals import (
+    SAMPLE,
+    change_interval,
+    format_change,
+    format_interval,
+    format_value,
+    mean_interval,
+    sample_name,
+    settings_of,
+)
+from goodput_sim.stats import LEVEL
 
-BOOTSTRAP_SEED = 20_251
-MIN_SAMPLES = 5  # fewer samples than this get no interval (the values say enough)
-SAMPLE = ("workload", "load", "interval", "agent", "params", "seed")
-"""The columns that name one sample: a workload drawn (or replayed) once, under one seed."""
 NEEDED = ("policy", "variant", "cluster", "settings", "node_hours", "avg_jct", *SAMPLE)
-NO_INTERVAL = f"n<{MIN_SAMPLES}: no interval"
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
@@ -77,7 +80,7 @@ def read_runs(folder: Path) -> pd.DataFrame:
         raise InputError(path, f"lacks column(s) {missing}{hint}")
     if runs.empty:
         raise InputError(path, "holds no runs")
-    settings = [_settings(path, text) for text in runs["settings"]]
+    settings = [settings_of(path, text) for text in runs["settings"]]
     runs = runs.assign(
         fixed=[s.get("min_nodes") is None for s in settings],
         nodes=[_nodes(path, text) for text in runs["cluster"]],
@@ -89,7 +92,7 @@ def read_runs(folder: Path) -> pd.DataFrame:
             str(c) if s.get("min_nodes") is None else f"{s['min_nodes']}-{s.get('max_nodes')} nodes"
             for c, s in zip(runs["cluster"], settings, strict=True)
         ],
-        sample=[_sample_name(row) for row in runs[list(SAMPLE)].itertuples(index=False)],
+        sample=[sample_name(row) for row in runs[list(SAMPLE)].itertuples(index=False)],
     )
     twice = runs.duplicated(["policy", "variant", "sample"])
     if twice.any():
@@ -105,38 +108,12 @@ def read_runs(folder: Path) -> pd.DataFrame:
     return runs
 
 
-def _settings(path: Path, text: object) -> dict:
-    """A run's ``settings`` cell (JSON of its non-default engine settings)."""
-    if isinstance(text, float) and math.isnan(text):
-        return {}
-    try:
-        value = json.loads(str(text))
-    except ValueError:
-        raise InputError(path, f"settings {text!r} is not JSON") from None
-    if not isinstance(value, dict):
-        raise InputError(path, f"settings {text!r} is not a JSON mapping")
-    return value
-
-
 def _nodes(path: Path, text: object) -> int:
     """Nodes of a ``cluster`` cell: ``NODESxGPUS`` groups joined by ``+``."""
     try:
         return sum(int(group.split("x")[0]) for group in str(text).split("+"))
     except ValueError:
         raise InputError(path, f"cluster {text!r} is not NODESxGPUS groups") from None
-
-
-def _sample_name(row: tuple) -> str:
-    """One sample's name: its workload and seed, and what else names it when not default."""
-    workload, load, interval, agent, params, seed = row
-    name = f"{workload}/seed{int(seed)}"
-    if float(load) != 1.0:
-        name += f"/load{float(load):g}"
-    if float(interval) != 60.0:
-        name += f"/i{float(interval):g}"
-    if str(params) not in ("{}", "nan"):
-        name += f"/{agent}{params}"
-    return name
 
 
 def node_price(runs: pd.DataFrame) -> float | None:
@@ -150,43 +127,6 @@ def node_price(runs: pd.DataFrame) -> float | None:
     prices = (priced["cost"] / priced["node_hours"]).to_numpy(dtype=float)
     price = float(np.median(prices))
     return price if np.allclose(prices, price, rtol=1e-6, atol=0.0) else None
-
-
-# --------------------------------------------------------------------------- statistics
-def _rng(*names: object) -> np.random.Generator:
-    """A generator of its own for one statistic, from the fixed seed and the statistic's name."""
-    text = "|".join(str(n) for n in names)
-    return np.random.default_rng([BOOTSTRAP_SEED, zlib.crc32(text.encode())])
-
-
-def mean_interval(values: np.ndarray, *names: object) -> tuple[float, float, float]:
-    """(mean, low, high) of ``values`` with a 95% bootstrap interval; NaN bounds below
-    :data:`MIN_SAMPLES` values."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return math.nan, math.nan, math.nan
-    if len(values) < MIN_SAMPLES:
-        return float(values.mean()), math.nan, math.nan
-    low, high = bootstrap_mean_ci(values, _rng(*names))
-    return float(values.mean()), low, high
-
-
-def change_interval(ours: np.ndarray, theirs: np.ndarray, *names: object) -> tuple:
-    """(n, change, low, high): ``mean(ours) / mean(theirs) - 1`` over the finite pairs, with a
-    95% paired bootstrap interval (pairs resampled together); NaN bounds below
-    :data:`MIN_SAMPLES` pairs."""
-    ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
-    keep = np.isfinite(ours) & np.isfinite(theirs)
-    ours, theirs = ours[keep], theirs[keep]
-    n = int(len(ours))
-    if not n or theirs.mean() <= 0:
-        return n, math.nan, math.nan, math.nan
-    change = float(ours.mean() / theirs.mean() - 1.0)
-    if n < MIN_SAMPLES:
-        return n, change, math.nan, math.nan
-    low, high = bootstrap_mean_ci(np.stack([ours, theirs], axis=1), _rng(*names))
-    return n, change, low - 1.0, high - 1.0
 
 
 def interpolate(node_hours: np.ndarray, jct: np.ndarray, at: float) -> float:
@@ -367,28 +307,6 @@ def cost_jct_report(runs: pd.DataFrame) -> tuple[CostJctReport, pd.DataFrame]:
 
 
 # ------------------------------------------------------------------------------- writing
-def _value(value: float, digits: int) -> str:
-    return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
-
-
-def _interval(mean: float, low: float, high: float, n: int, digits: int) -> str:
-    """``mean (low..high), n=N``, or ``mean (n=N<5: no interval)``."""
-    if not math.isfinite(mean):
-        return "-"
-    if not math.isfinite(low):
-        return f"{_value(mean, digits)} (n={n}; {NO_INTERVAL})"
-    return f"{_value(mean, digits)} ({_value(low, digits)}..{_value(high, digits)}), n={n}"
-
-
-def _change(change: float, low: float, high: float, n: int) -> str:
-    """``+x% (lo..hi), n=N``, or without the interval below :data:`MIN_SAMPLES` pairs."""
-    if not math.isfinite(change):
-        return f"- (n={n})"
-    if not math.isfinite(low):
-        return f"{change:+.1%} (n={n}; {NO_INTERVAL})"
-    return f"{change:+.1%} ({low:+.1%}..{high:+.1%}), n={n}"
-
-
 def markdown(report: CostJctReport) -> str:
     """The report's tables as markdown (what is printed and written to cost_jct.md)."""
     level = f"{LEVEL:.0%}"
@@ -409,10 +327,10 @@ def markdown(report: CostJctReport) -> str:
         cells = [
             r.policy,
             f"{r.variant} ({name})",
-            _interval(r.node_hours, r.node_hours_ci_low, r.node_hours_ci_high, r.n, 1),
-            _interval(r.avg_jct_s, r.avg_jct_ci_low_s, r.avg_jct_ci_high_s, r.n, 1),
+            format_interval(r.node_hours, r.node_hours_ci_low, r.node_hours_ci_high, r.n, 1),
+            format_interval(r.avg_jct_s, r.avg_jct_ci_low_s, r.avg_jct_ci_high_s, r.n, 1),
         ]
-        cells += [_value(r.cost, 1)] if priced else []
+        cells += [format_value(r.cost, 1)] if priced else []
         lines.append("| " + " | ".join([*cells, str(r.unfinished)]) + " |")
     if not report.paired.empty:
         lines += [
@@ -424,8 +342,8 @@ def markdown(report: CostJctReport) -> str:
             "|---|---|---|---|---|",
         ]
         for r in report.paired.itertuples(index=False):
-            jct = _change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)
-            hours = _change(
+            jct = format_change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)
+            hours = format_change(
                 r.node_hours_change, r.node_hours_change_ci_low, r.node_hours_change_ci_high, r.n
             )
             lines.append(f"| {r.policy} | {r.rule} | {r.versus} | {jct} | {hours} |")
@@ -440,7 +358,7 @@ def markdown(report: CostJctReport) -> str:
             "|---|---|---|---|",
         ]
         for r in report.equal.itertuples(index=False):
-            jct = _change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)
+            jct = format_change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)
             outside = f"{r.below + r.above} of {r.samples} ({r.below} below, {r.above} above)"
             if r.no_fixed_pair:
                 outside += f"; {r.no_fixed_pair} with fewer than two fixed sizes"

@@ -1,0 +1,231 @@
+"""What failures cost each scheduler, from the ``summary.csv`` of a sweep over failure settings
+(e.g. ``configs/experiment-failures.yaml``): per policy and failure condition, the average JCT
+with its 95% bootstrap interval and the *slowdown* against the same samples with nothing failing
+(ratio of mean average JCTs - 1, paired bootstrap), beside the GPU-hours of work lost and the
+node failures per run.
+
+A run's *condition* is its failure and checkpoint settings (``mtbf``, ``job_crash_hours``,
+``lifetime``, ``checkpoint_seconds``...); its *baseline* is the run of the same policy, cluster,
+other settings and sample with no failure setting at all. Fewer than
+:data:`~goodput_sim.experiments.intervals.MIN_SAMPLES` pairs get no interval.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from goodput_sim.errors import InputError
+from goodput_sim.experiments.intervals import (
+    SAMPLE,
+    change_interval,
+    format_change,
+    format_interval,
+    mean_interval,
+    sample_name,
+    settings_of,
+)
+from goodput_sim.spec import BY_NAME
+from goodput_sim.stats import LEVEL
+
+NEEDED = ("policy", "cluster", "settings", "avg_jct", "lost_gpu_hours", "node_failures", *SAMPLE)
+CHECKPOINTS = ("checkpoint_interval", "checkpoint_seconds", "reallocation_checkpoint")
+CAUSES = ("mtbf", "failure_trace", "job_crash_hours")  # a run without these fails nowhere
+NONE = "no failures"
+
+
+def is_failure_setting(name: str) -> bool:
+    """Settings that make a condition: the failure group's and the checkpoints'."""
+    return name in CHECKPOINTS or (name in BY_NAME and BY_NAME[name].group == "failures")
+
+
+def condition_label(settings: dict) -> str:
+    """A condition's name, e.g. ``mtbf=12 h, crashes every 12 h``; ``no failures``."""
+    parts = []
+    if settings.get("mtbf") is not None:
+        parts.append(f"MTBF {settings['mtbf']:g} h")
+    if settings.get("failure_trace") is not None:
+        parts.append(f"trace {Path(str(settings['failure_trace'])).name}")
+    if settings.get("job_crash_hours") is not None:
+        parts.append(f"crashes every {settings['job_crash_hours']:g} h")
+    rest = {k: v for k, v in settings.items() if k not in CAUSES}
+    parts += [f"{k}={v}" for k, v in sorted(rest.items())]
+    return ", ".join(parts) if any(settings.get(c) is not None for c in CAUSES) else NONE
+
+
+def read_failure_runs(folder: Path) -> pd.DataFrame:
+    """The sweep's runs, each with its ``condition`` (failure settings), ``context`` (every
+    other setting and the cluster) and ``sample``; one-line errors for other folders."""
+    folder = Path(folder)
+    path = folder / "summary.csv"
+    if not path.is_file():
+        raise InputError(folder, "holds no summary.csv: not a sweep's results folder")
+    try:
+        runs = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (ValueError, pd.errors.ParserError) as error:
+        raise InputError(path, f"cannot be read ({str(error).splitlines()[0]})") from None
+    missing = [c for c in NEEDED if c not in runs.columns]
+    if missing:
+        raise InputError(path, f"lacks column(s) {missing}")
+    if runs.empty:
+        raise InputError(path, "holds no runs")
+    settings = [settings_of(path, text) for text in runs["settings"]]
+    own = [{k: v for k, v in s.items() if is_failure_setting(k)} for s in settings]
+    other = [{k: v for k, v in s.items() if not is_failure_setting(k)} for s in settings]
+    runs = runs.assign(
+        condition=[condition_label(s) for s in own],
+        failing=[any(s.get(c) is not None for c in CAUSES) for s in own],
+        context=[
+            f"{c} {json.dumps(o, sort_keys=True)}"
+            for c, o in zip(runs["cluster"], other, strict=True)
+        ],
+        sample=[sample_name(row) for row in runs[list(SAMPLE)].itertuples(index=False)],
+    )
+    twice = runs.duplicated(["policy", "context", "condition", "sample"])
+    if twice.any():
+        row = runs[twice].iloc[0]
+        raise InputError(
+            path,
+            f"has more than one run of policy {row['policy']}, condition {row['condition']} "
+            f"and sample {row['sample']}",
+        )
+    if not (~runs["failing"]).any():
+        raise InputError(path, "has no run without failures to set the others against")
+    return runs
+
+
+def slowdown_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per policy, context and condition: samples, mean average JCT (interval), slowdown
+    against the no-failure runs of the same samples (paired interval), lost GPU-hours and node
+    failures per run."""
+    rows = []
+    for (policy, context), part in runs.groupby(["policy", "context"], sort=False):
+        base = part[~part["failing"]].set_index("sample")["avg_jct"]
+        for condition, cell in part.groupby("condition", sort=False):
+            cell = cell.set_index("sample")
+            shared = [s for s in cell.index if s in base.index]
+            names = ("failures", policy, context, condition)
+            jct = mean_interval(cell["avg_jct"], "avg_jct", *names)
+            n, change, low, high = change_interval(
+                cell.loc[shared, "avg_jct"], base.loc[shared], "slowdown", *names
+            )
+            rows.append(
+                {
+                    "policy": policy,
+                    "context": context,
+                    "condition": condition,
+                    "n": len(cell),
+                    "avg_jct_s": jct[0],
+                    "avg_jct_ci_low_s": jct[1],
+                    "avg_jct_ci_high_s": jct[2],
+                    "pairs": n,
+                    "slowdown": change,
+                    "slowdown_ci_low": low,
+                    "slowdown_ci_high": high,
+                    "lost_gpu_hours": float(cell["lost_gpu_hours"].mean()),
+                    "node_failures": float(cell["node_failures"].mean()),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The slowdown table as markdown (the context column only when there are several)."""
+    several = table["context"].nunique() > 1
+    head = ["policy", *(["context"] if several else []), "condition", "avg JCT (s)"]
+    head += ["slowdown vs no failures", "lost GPU-h per run", "node failures per run"]
+    lines = [
+        f"### Average JCT under failures, and its slowdown against the same samples with "
+        f"nothing failing ({LEVEL:.0%} bootstrap intervals, paired for the slowdown)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in table.itertuples(index=False):
+        cells = [r.policy, *([r.context] if several else []), r.condition]
+        cells.append(format_interval(r.avg_jct_s, r.avg_jct_ci_low_s, r.avg_jct_ci_high_s, r.n, 1))
+        slowdown = (
+            "-"
+            if r.condition == NONE
+            else format_change(r.slowdown, r.slowdown_ci_low, r.slowdown_ci_high, r.pairs)
+        )
+        cells += [slowdown, f"{r.lost_gpu_hours:,.1f}", f"{r.node_failures:,.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def slowdown_figure(table: pd.DataFrame, path: Path) -> None:
+    """Slowdown bars per condition, one group per policy, with the paired intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from goodput_sim.plots import PALETTE
+
+    failing = table[table["condition"] != NONE]
+    conditions = list(dict.fromkeys(failing["condition"]))
+    policies = list(dict.fromkeys(failing["policy"]))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(conditions) * len(policies) / 2), 4.2))
+    width = 0.8 / max(len(policies), 1)
+    x = np.arange(len(conditions))
+    for k, policy in enumerate(policies):
+        part = failing[failing["policy"] == policy].set_index("condition").reindex(conditions)
+        value = 100 * part["slowdown"].to_numpy(dtype=float)
+        low = 100 * part["slowdown_ci_low"].to_numpy(dtype=float)
+        high = 100 * part["slowdown_ci_high"].to_numpy(dtype=float)
+        bars = np.vstack([value - low, high - value])
+        bars = np.where(np.isfinite(bars), bars, 0.0)
+        ax.bar(
+            x + (k - (len(policies) - 1) / 2) * width,
+            value,
+            width,
+            yerr=bars,
+            capsize=3,
+            label=policy,
+            color=PALETTE[k % len(PALETTE)],
+        )
+    ax.set_xticks(x, [c.replace(", ", "\n") for c in conditions], fontsize=8)
+    ax.set_ylabel("average JCT slowdown (%)")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.legend(frameon=False)
+    n = int(failing["pairs"].min()) if len(failing) else 0
+    ax.set_title(f"JCT slowdown from failures ({LEVEL:.0%} paired bootstrap, n = {n} pairs)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def write_failure_report(
+    folder: Path, out: Path | None = None, figure: str | None = "failures.png"
+) -> tuple[pd.DataFrame, list[Path]]:
+    """Read ``folder/summary.csv`` and write ``failures.csv``, ``failures.md`` and the figure
+    (PNG, PDF or SVG by suffix; a bare name goes in ``out``, default ``folder/report``)."""
+    table = slowdown_table(read_failure_runs(folder))
+    out = Path(out) if out is not None else Path(folder) / "report"
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "is a file, expected a folder for the report")
+    out.mkdir(parents=True, exist_ok=True)
+    options = {"index": False, "float_format": "%.6f", "lineterminator": "\n"}
+    table.to_csv(out / "failures.csv", **options)
+    (out / "failures.md").write_text(markdown(table))
+    written = []
+    if figure is not None:
+        target = Path(figure)
+        if target.suffix.lower() not in (".png", ".pdf", ".svg"):
+            raise InputError("--figure", f"expected a .png, .pdf or .svg file, got {figure!r}")
+        target = target if target.parent != Path() else out / target
+        slowdown_figure(table, target)
+        written.append(target)
+    return table, written
+
+
+def slowdown_of(table: pd.DataFrame, policy: str, condition: str) -> float:
+    """One cell's slowdown (NaN where the table has none)."""
+    cell = table[(table["policy"] == policy) & (table["condition"] == condition)]
+    return float(cell["slowdown"].iloc[0]) if len(cell) else math.nan

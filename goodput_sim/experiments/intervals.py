@@ -1,0 +1,109 @@
+"""Intervals for experiment reports: means and paired changes over samples (a workload drawn
+once under one seed) with 95% percentile bootstrap intervals, none below :data:`MIN_SAMPLES`
+samples, and their text. Every interval has its own generator, seeded from
+:data:`BOOTSTRAP_SEED` and the statistic's name, so a report is the same bytes for the same
+summary and an interval does not move when other rows are added."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from goodput_sim.errors import InputError
+from goodput_sim.stats import bootstrap_mean_ci
+
+BOOTSTRAP_SEED = 20_251
+MIN_SAMPLES = 5  # fewer samples than this get no interval (the values say enough)
+SAMPLE = ("workload", "load", "interval", "agent", "params", "seed")
+"""The columns of a sweep's summary.csv that name one sample: a workload drawn (or replayed)
+once, under one seed."""
+NO_INTERVAL = f"n<{MIN_SAMPLES}: no interval"
+
+
+def settings_of(path: Path, text: object) -> dict:
+    """A run's ``settings`` cell (JSON of its non-default engine settings)."""
+    if isinstance(text, float) and math.isnan(text):
+        return {}
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        raise InputError(path, f"settings {text!r} is not JSON") from None
+    if not isinstance(value, dict):
+        raise InputError(path, f"settings {text!r} is not a JSON mapping")
+    return value
+
+
+def sample_name(row: tuple) -> str:
+    """One sample's name: its workload and seed, and what else names it when not default."""
+    workload, load, interval, agent, params, seed = row
+    name = f"{workload}/seed{int(seed)}"
+    if float(load) != 1.0:
+        name += f"/load{float(load):g}"
+    if float(interval) != 60.0:
+        name += f"/i{float(interval):g}"
+    if str(params) not in ("{}", "nan"):
+        name += f"/{agent}{params}"
+    return name
+
+
+def seeded_rng(*names: object) -> np.random.Generator:
+    """A generator of its own for one statistic, from the fixed seed and the statistic's name."""
+    text = "|".join(str(n) for n in names)
+    return np.random.default_rng([BOOTSTRAP_SEED, zlib.crc32(text.encode())])
+
+
+def mean_interval(values: np.ndarray, *names: object) -> tuple[float, float, float]:
+    """(mean, low, high) of ``values`` with a 95% bootstrap interval; NaN bounds below
+    :data:`MIN_SAMPLES` values."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return math.nan, math.nan, math.nan
+    if len(values) < MIN_SAMPLES:
+        return float(values.mean()), math.nan, math.nan
+    low, high = bootstrap_mean_ci(values, seeded_rng(*names))
+    return float(values.mean()), low, high
+
+
+def change_interval(ours: np.ndarray, theirs: np.ndarray, *names: object) -> tuple:
+    """(n, change, low, high): ``mean(ours) / mean(theirs) - 1`` over the finite pairs, with a
+    95% paired bootstrap interval (pairs resampled together); NaN bounds below
+    :data:`MIN_SAMPLES` pairs."""
+    ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    keep = np.isfinite(ours) & np.isfinite(theirs)
+    ours, theirs = ours[keep], theirs[keep]
+    n = int(len(ours))
+    if not n or theirs.mean() <= 0:
+        return n, math.nan, math.nan, math.nan
+    change = float(ours.mean() / theirs.mean() - 1.0)
+    if n < MIN_SAMPLES:
+        return n, change, math.nan, math.nan
+    low, high = bootstrap_mean_ci(np.stack([ours, theirs], axis=1), seeded_rng(*names))
+    return n, change, low - 1.0, high - 1.0
+
+
+def format_value(value: float, digits: int) -> str:
+    return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
+
+
+def format_interval(mean: float, low: float, high: float, n: int, digits: int) -> str:
+    """``mean (low..high), n=N``, or ``mean (n=N<5: no interval)``."""
+    if not math.isfinite(mean):
+        return "-"
+    if not math.isfinite(low):
+        return f"{format_value(mean, digits)} (n={n}; {NO_INTERVAL})"
+    low_text, high_text = format_value(low, digits), format_value(high, digits)
+    return f"{format_value(mean, digits)} ({low_text}..{high_text}), n={n}"
+
+
+def format_change(change: float, low: float, high: float, n: int) -> str:
+    """``+x% (lo..hi), n=N``, or without the interval below :data:`MIN_SAMPLES` pairs."""
+    if not math.isfinite(change):
+        return f"- (n={n})"
+    if not math.isfinite(low):
+        return f"{change:+.1%} (n={n}; {NO_INTERVAL})"
+    return f"{change:+.1%} ({low:+.1%}..{high:+.1%}), n={n}"
