@@ -13,6 +13,11 @@ rounds with no active job (then the rounds keep their interval until the cluster
   still at least ``target``. Between the thresholds the size holds (hysteresis). The history is
   cleared whenever the rule resizes or the cluster's size changed, so a size holds for at least
   ``window`` rounds (the cool-down).
+* ``search``: the utility rule's window and thresholds, but the new size is found by re-running
+  the policy's own allocation at candidate sizes (binary search for the largest size whose
+  utility under that allocation is at least ``target``), as the Pollux artifact's autoscaler
+  meant to (SPEC 5.8: its search path calls the policy's optimiser; in the artifact it fails).
+  Only elastic policies choose GPU counts, so only they can be probed.
 * ``queue``: what a cloud operator does without a job model: grow to fit every active job's
   requested GPUs while any job waits; shrink to fit them, plus ``slack_nodes``, once no job has
   waited and the size has not changed for ``cooldown`` rounds.
@@ -35,8 +40,8 @@ from __future__ import annotations
 import functools
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -86,6 +91,9 @@ class ScaleView:
     provisioned: int
     node_gpus: tuple[int, ...]
     jobs: tuple[JobView, ...]
+    # GPUs the policy gives each job (in ``jobs`` order) on the first n nodes of ``node_gpus``;
+    # the engine provides it to rules that ask for it (``probes``), leaving the policy as it was.
+    probe: Callable[[int], Sequence[int]] | None = field(default=None, compare=False)
 
     @property
     def provisioned_gpus(self) -> int:
@@ -115,6 +123,7 @@ class Autoscaler:
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
     reads_beliefs: ClassVar[bool] = False  # whether the engine must refresh beliefs for it
+    probes: ClassVar[bool] = False  # whether it re-runs the policy at candidate sizes
 
     def __init__(self, **values: Any):
         self.values = resolve(type(self).params, values, f"autoscaler {self.name}")
@@ -170,10 +179,7 @@ class UtilityAutoscaler(Autoscaler):
         utility = float(np.mean(self._history))
         if self.values["low"] <= utility <= self.values["high"]:
             return view.provisioned
-        ideal = np.cumsum(gains) / np.arange(1, len(gains) + 1)  # utility of the best G GPUs
-        enough = np.flatnonzero(ideal >= self.values["target"])
-        gpus = int(enough[-1]) + 1 if enough.size else 1
-        wanted = max(view.nodes_for(gpus), 1)
+        wanted = self._size_for(view, gains, utility > self.values["high"])
         if utility > self.values["high"]:
             wanted = max(wanted, view.provisioned)
         else:
@@ -181,6 +187,14 @@ class UtilityAutoscaler(Autoscaler):
         if wanted != view.provisioned:
             self._history.clear()
         return wanted
+
+    def _size_for(self, view: ScaleView, gains: np.ndarray, grow: bool) -> int:
+        """The size to move to: the most nodes whose GPUs the best allocation (handed out one
+        GPU at a time, largest gain first) uses at a utility of at least ``target``."""
+        ideal = np.cumsum(gains) / np.arange(1, len(gains) + 1)  # utility of the best G GPUs
+        enough = np.flatnonzero(ideal >= self.values["target"])
+        gpus = int(enough[-1]) + 1 if enough.size else 1
+        return max(view.nodes_for(gpus), 1)
 
     def _gains(self, view: ScaleView) -> np.ndarray:
         """Every job's speedup gain of each further GPU, largest first."""
@@ -243,8 +257,45 @@ class QueueAutoscaler(Autoscaler):
         return min(fits + self.values["slack_nodes"], view.provisioned)
 
 
+class SearchAutoscaler(UtilityAutoscaler):
+    """The utility rule, sized by the policy itself: when the averaged utility leaves
+    [``low``, ``high``], binary-search the largest size (at least the current one to grow, at
+    most it to shrink) whose utility under the policy's own allocation there is at least
+    ``target``."""
+
+    name = "search"
+    probes = True
+
+    def _size_for(self, view: ScaleView, gains: np.ndarray, grow: bool) -> int:
+        if view.probe is None:
+            raise RuntimeError("autoscaler search needs the engine's probe of the policy")
+        low, high = (view.provisioned, len(view.node_gpus)) if grow else (1, view.provisioned)
+        best = low
+        while low <= high:
+            middle = (low + high) // 2
+            if self.probed_utility(view, middle) >= self.values["target"]:
+                best, low = middle, middle + 1
+            else:
+                high = middle - 1
+        return best
+
+    def probed_utility(self, view: ScaleView, nodes: int) -> float:
+        """Utility of the policy's allocation on the first ``nodes`` nodes: the jobs' believed
+        speedups at the GPUs it gives them, per GPU of those nodes."""
+        gpus = sum(view.node_gpus[:nodes])
+        if gpus == 0:
+            return 0.0
+        given = view.probe(nodes)
+        total = 0.0
+        for job, replicas in zip(view.jobs, given, strict=True):
+            if replicas > 0:
+                curve = self._speedups(job, job.belief.max_replicas(view.max_gpus), view)
+                total += float(curve[min(int(replicas), len(curve) - 1)])
+        return total / gpus
+
+
 AUTOSCALERS: Mapping[str, type[Autoscaler]] = {
-    cls.name: cls for cls in (UtilityAutoscaler, QueueAutoscaler)
+    cls.name: cls for cls in (UtilityAutoscaler, QueueAutoscaler, SearchAutoscaler)
 }
 
 
@@ -265,7 +316,11 @@ def removal_order(allocations: Sequence[np.ndarray], candidates: Sequence[int]) 
 
 def pool_groups(groups: Sequence[NodeGroup], max_nodes: int) -> tuple[NodeGroup, ...]:
     """The pool of an autoscaled cluster: ``max_nodes`` nodes taken from ``groups`` in order,
-    repeating them as needed, neighbouring groups of one shape and type merged."""
+    repeating them as needed, neighbouring groups alike but for their size merged. Where some
+    group declares its own bounds, the pool is every group at its ``max_nodes`` (else its
+    ``nodes``), kept apart, and ``max_nodes`` bounds only the nodes provisioned at once."""
+    if any(g.min_nodes is not None or g.max_nodes is not None for g in groups):
+        return tuple(replace(g, nodes=g.max_nodes or g.nodes) for g in groups)
     pool: list[NodeGroup] = []
     left = max_nodes
     while left > 0:

@@ -36,6 +36,8 @@ class NodeGroup:
     preemption_hours: float | None = None  # mean hours between reclaims of a node (None: never)
     preempted_hours: float = 1.0  # hours a reclaimed node stays away
     warning_seconds: float = 0.0  # notice before a reclaim, in which a job may save
+    min_nodes: int | None = None  # autoscaling: nodes of this group always provisioned
+    max_nodes: int | None = None  # autoscaling: the group's nodes in the pool (None: nodes)
 
     def describe(self) -> dict:
         """The group as data: its shape and type, and the other fields only where set (so a
@@ -131,6 +133,11 @@ class ClusterSpec:
         groups = tuple(replace(g, mtbf_hours=None, preemption_hours=None) for g in self.groups)
         domains = tuple(replace(d, mtbf_hours=None) for d in self.domains)
         return replace(self, groups=groups, domains=domains)
+
+    @property
+    def group_bounds(self) -> bool:
+        """Whether some group declares its own autoscaling bounds (min_nodes, max_nodes)."""
+        return any(g.min_nodes is not None or g.max_nodes is not None for g in self.groups)
 
     @property
     def priced(self) -> bool:
@@ -267,6 +274,8 @@ _OPTIONAL_FIELDS = {  # field: (kind, low, high); bool fields take true or false
     "preemption_hours": (float, *_HOURS),
     "preempted_hours": (float, *_HOURS),
     "warning_seconds": (float, 0.0, 86_400.0),
+    "min_nodes": (int, 0, 100_000),
+    "max_nodes": (int, 1, 100_000),
 }
 _OPTIONAL_DEFAULTS = {
     "domain": None,
@@ -277,6 +286,8 @@ _OPTIONAL_DEFAULTS = {
     "preemption_hours": None,
     "preempted_hours": 1.0,
     "warning_seconds": 0.0,
+    "min_nodes": None,
+    "max_nodes": None,
 }
 _SPOT_ONLY = ("preemption_hours", "preempted_hours", "warning_seconds")
 _DOMAIN_FIELDS = {"mtbf_hours", "repair_hours"}
@@ -349,6 +360,11 @@ def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
     for key in _OPTIONAL_FIELDS:
         if key in data:
             values[key] = _optional_field(data[key], key, source, f"field {prefix}{key}")
+    low, high = values.get("min_nodes"), values.get("max_nodes")
+    if low is not None and low > (high if high is not None else values["nodes"]):
+        raise InputError(
+            source, "exceeds the group's max_nodes (or nodes)", f"field {prefix}min_nodes"
+        )
     if not values.get("preemptible"):
         for key in _SPOT_ONLY:
             if key in values:
@@ -373,6 +389,12 @@ def _optional_field(value: object, key: str, source: str | Path, where: str) -> 
                 source,
                 f"must be a name of letters, digits, '.', '_' or '-', found {value!r}",
                 where,
+            )
+        return value
+    if kind is int:
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise InputError(
+                source, f"must be a whole number in [{low}, {high}], found {value!r}", where
             )
         return value
     number = isinstance(value, int | float) and not isinstance(value, bool)

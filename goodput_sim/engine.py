@@ -218,6 +218,13 @@ class Simulation:
             self._on_failure,
             self._on_reclaim,
         )
+        self._check_reachable()
+        if self.nodes.scaler is not None and self.nodes.scaler.probes and not policy.elastic:
+            raise InputError(
+                "--autoscaler",
+                f"search re-runs the policy's own allocation at candidate sizes; {policy.name} "
+                "keeps the GPU counts jobs ask for (use an elastic policy, or utility/queue)",
+            )
         self._crash_streams = self._crash_setup()
         self._checkpointing = self._checkpoint_setup()
         self._speeds: dict[str, Mapping[str, float]] = {}
@@ -492,7 +499,7 @@ class Simulation:
         Nodes where a fixed-size job runs stay (it keeps the GPUs it asked for)."""
         allocations = [job.allocation for job in self.active]
         held = set() if self.policy.elastic else held_nodes(allocations)
-        removed = self.nodes.autoscale(views, allocations, held)
+        removed = self.nodes.autoscale(views, allocations, held, self._prober(views))
         preempted = False
         for node in removed:
             for job in self.active:
@@ -500,6 +507,27 @@ class Simulation:
                     self._release(job)
                     preempted = True
         return preempted
+
+    def _prober(self, views: tuple[JobView, ...]) -> Callable[[Sequence[int]], list[int]]:
+        """What a probing autoscaler asks: the GPUs the policy gives each job of ``views`` if
+        only ``nodes`` were up. The policy's attributes are restored after each call, so a
+        probe never changes what it decides at the round itself (caches keyed by their inputs
+        may keep what the probe computed)."""
+
+        def probe(nodes: Sequence[int]) -> list[int]:
+            offline = set(range(self.cluster.nodes)) - set(nodes)
+            snapshot = Snapshot(
+                self.env.now, self.cluster.with_offline(offline), views, self.config.restart_delay
+            )
+            state = dict(vars(self.policy))
+            try:
+                decision = self.policy.allocate(snapshot)
+            finally:
+                vars(self.policy).clear()
+                vars(self.policy).update(state)
+            return [int(np.sum(decision.allocations.get(v.name, 0))) for v in views]
+
+        return probe
 
     def _scale_idle(self) -> bool:
         """A round with no active job: the rule may shrink the cluster; True while it is above
@@ -825,6 +853,23 @@ class Simulation:
             record = round_record(now, active, offline)
             for observe in self.observers:
                 observe(record)
+
+    def _check_reachable(self) -> None:
+        """Refuse, under a policy that keeps requested GPU counts, a job asking for more GPUs
+        than an autoscaled pool with per-group bounds ever provisions at once (nodes start
+        cheapest first, so ``--max-nodes`` of them may hold fewer GPUs than the pool's
+        largest): it would wait for ever."""
+        if self.config.autoscale is None or not self.cluster.group_bounds or self.policy.elastic:
+            return
+        most = self.nodes.reachable_gpus()
+        for job in self.jobs:
+            if job.spec.requested_replicas > most:
+                raise InputError(
+                    f"job {job.name!r}",
+                    f"asks for {job.spec.requested_replicas} GPUs; the autoscaled groups "
+                    f"provision at most {most} at once within --max-nodes "
+                    f"{self.config.autoscale.max_nodes} (nodes start cheapest first)",
+                )
 
     def _check_finishable(self) -> None:
         """Refuse a job that could not finish within ``MAX_IDEAL_SECONDS`` even alone on its

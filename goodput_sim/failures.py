@@ -1,6 +1,7 @@
 """Node failures and repairs: drawn per node from a seeded exponential (or Weibull) time between
 failures, or read from a failure trace (``time,node,duration`` in seconds, one failure per
-line; ``node`` may name a failure domain of the cluster instead of a node id).
+line; ``node`` may name a failure domain of the cluster instead of a node id; an optional
+fourth column ``kind`` marks a spot node's ``reclaim`` instead of a ``failure``).
 
 A cluster may add its own processes (``goodput_sim.cluster``): a node group's own MTBF and
 repair time in place of the run's, failure domains whose every failure takes down all their
@@ -40,6 +41,7 @@ class Failure:
     node: int
     duration: float
     domain: str | None = None
+    reclaim: bool = False  # a spot node taken back by its provider (away ``duration``)
 
     @property
     def unit(self) -> int | str:
@@ -83,9 +85,17 @@ class FailureModel:
             raise InputError("--job-crash-hours", f"must be positive hours, got {crash!r}")
         check_trace(self.trace, "failure trace")
 
-    def check_nodes(self, nodes: int, domains: tuple[str, ...] = ()) -> None:
-        """Refuse a trace naming a node or failure domain the cluster does not have."""
+    def check_nodes(
+        self, nodes: int, domains: tuple[str, ...] = (), spot: frozenset[int] = frozenset()
+    ) -> None:
+        """Refuse a trace naming a node or failure domain the cluster does not have, or a
+        reclaim of a node that is not in a preemptible group (``spot``)."""
         for failure in self.trace:
+            if failure.reclaim and failure.node not in spot:
+                raise InputError(
+                    "failure trace",
+                    f"reclaims node {failure.node}, which is not in a preemptible group",
+                )
             if failure.domain is not None:
                 if failure.domain not in domains:
                     known = ", ".join(domains) if domains else "none"
@@ -115,7 +125,8 @@ class FailureModel:
         previous repair); ``mtbf_hours`` and ``repair_hours`` are its group's own, in place of
         the run's. A trace holds every failure: nothing is drawn beside it."""
         if self.trace:
-            yield from (f for f in self.trace if f.domain is None and f.node == node)
+            own = (f for f in self.trace if f.domain is None and f.node == node)
+            yield from (f for f in own if not f.reclaim)
             return
         mtbf = mtbf_hours if mtbf_hours is not None else self.mtbf_hours
         if mtbf is None:
@@ -159,7 +170,10 @@ class FailureModel:
     def reclaims(self, node: int, group: NodeGroup) -> Iterator[tuple[float, float]]:
         """(time, seconds away) of each reclaim of a preemptible node: exponential times
         between reclaims with mean ``preemption_hours``, each away ``preempted_hours``, from
-        the node's own stream (independent of its failures)."""
+        the node's own stream (independent of its failures); or the trace's reclaims."""
+        if self.trace:
+            yield from ((f.time, f.duration) for f in self.trace if f.reclaim and f.node == node)
+            return
         if group.preemption_hours is None:
             return
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 3, node]))
@@ -191,7 +205,7 @@ class FailureModel:
 def check_trace(trace: tuple[Failure, ...], where: str) -> None:
     """Refuse failures at impossible times or of impossible lengths, out of time order, or
     failing a node again before its repair (however the trace was made: file or Python)."""
-    ends: dict[int | str, float] = {}
+    ends: dict[tuple[int | str, bool], float] = {}
     previous = -math.inf
     for failure in trace:
         if not (math.isfinite(failure.time) and 0 <= failure.time <= _MAX_SECONDS):
@@ -200,10 +214,11 @@ def check_trace(trace: tuple[Failure, ...], where: str) -> None:
             raise InputError(where, f"repair duration {failure.duration!r} is not positive")
         if failure.time < previous:
             raise InputError(where, "failures must be in time order")
-        if failure.time < ends.get(failure.unit, -1.0):
+        key = (failure.unit, failure.reclaim)
+        if failure.time < ends.get(key, -1.0):
             raise InputError(where, f"{_what(failure.unit)} fails again before its repair")
         previous = failure.time
-        ends[failure.unit] = failure.time + failure.duration
+        ends[key] = failure.time + failure.duration
 
 
 def _what(unit: int | str) -> str:
@@ -214,9 +229,11 @@ def read_failure_trace(
     path: str | Path, nodes: int, cluster: ClusterSpec | None = None
 ) -> tuple[Failure, ...]:
     """Failures from a CSV with a ``time,node,duration`` header (seconds, node ids from 0, or
-    a failure domain's name); one-line errors naming the file and line. A node's (a domain's)
-    failures may not overlap. Domain names are checked against ``cluster`` when it is given,
-    else when the run starts."""
+    a failure domain's name), optionally with a fourth column ``kind`` (``failure``, the
+    default, or ``reclaim`` of a spot node, away ``duration`` seconds); one-line errors naming
+    the file and line. A node's (a domain's) failures may not overlap, nor its reclaims.
+    Domain names are checked against ``cluster`` when it is given, else when the run starts;
+    reclaimed nodes when the run starts."""
     path = Path(path)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
@@ -224,15 +241,20 @@ def read_failure_trace(
     except (OSError, UnicodeDecodeError) as error:
         problem = f"cannot be read as a failure trace ({error.__class__.__name__})"
         raise InputError(path, problem) from None
-    if not rows or [c.strip() for c in rows[0]] != ["time", "node", "duration"]:
-        raise InputError(path, "expected the header time,node,duration", 1)
+    header = [c.strip() for c in rows[0]] if rows else []
+    if header not in (["time", "node", "duration"], ["time", "node", "duration", "kind"]):
+        raise InputError(path, "expected the header time,node,duration (and optionally kind)", 1)
     failures = []
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
-        if len(row) != 3:
-            raise InputError(path, f"expected 3 fields, found {len(row)}", line)
-        time, node, duration = (cell.strip() for cell in row)
+        if len(row) != len(header):
+            raise InputError(path, f"expected {len(header)} fields, found {len(row)}", line)
+        time, node, duration = (cell.strip() for cell in row[:3])
+        kind = row[3].strip() if len(row) == 4 else "failure"
+        if kind not in ("failure", "reclaim", ""):
+            raise InputError(path, f"kind must be failure or reclaim, found {kind!r}", line)
+        reclaim = kind == "reclaim"
         domain = node if _DOMAIN.match(node) else None
         try:
             at, length = float(time), float(duration)
@@ -254,15 +276,17 @@ def read_failure_trace(
             raise InputError(
                 path, f"node {index} does not exist; the cluster has nodes 0-{nodes - 1}", line
             )
-        failures.append((at, index, length, line, domain))
+        if reclaim and domain is not None:
+            raise InputError(path, "a reclaim names one spot node, not a domain", line)
+        failures.append((at, index, length, line, domain, reclaim))
     failures.sort(key=lambda f: (f[0], f[1], f[2], f[3]))
-    ends: dict[int | str, float] = {}
-    for at, index, length, line, domain in failures:
-        unit = domain if domain is not None else index
+    ends: dict[tuple[int | str, bool], float] = {}
+    for at, index, length, line, domain, reclaim in failures:
+        unit = (domain if domain is not None else index, reclaim)
         if at < ends.get(unit, -1.0):
-            raise InputError(path, f"{_what(unit)} fails again before its repair", line)
+            raise InputError(path, f"{_what(unit[0])} fails again before its repair", line)
         ends[unit] = at + length
-    return tuple(Failure(at, i, length, d) for at, i, length, _, d in failures)
+    return tuple(Failure(at, i, length, d, r) for at, i, length, _, d, r in failures)
 
 
 _DOMAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")

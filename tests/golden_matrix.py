@@ -67,6 +67,13 @@ def inputs(name: str) -> tuple[pd.DataFrame, dict, ClusterSpec]:
         )
         domains = (FailureDomain("rack-a", 6.0, 0.5), FailureDomain("rack-b", 10.0))
         return default, plain, ClusterSpec(groups, domains=domains)
+    if name == "bounded-groups":  # per-group autoscaling bounds and prices (issue 20)
+        groups = (
+            NodeGroup(2, 4, price=1.0, min_nodes=1, max_nodes=6),
+            NodeGroup(2, 8, price=4.0, min_nodes=0, max_nodes=4),
+            NodeGroup(1, 2, price=0.2, min_nodes=1, max_nodes=2),
+        )
+        return default, plain, ClusterSpec(groups)
     if name == "sia-mix":
         hetero = _first_of_each(ROOT / "traces" / "workloads" / "heterogeneous.csv", 1)
         typed = load_profiles(ROOT / "traces" / "profiles-sia")
@@ -126,6 +133,13 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
     spot = SimConfig(checkpoint_seconds=20.0, failures=FailureModel(seed=3))
     for policy in ("tiresias", "goodput", "sia"):
         out[f"racks-spot/{policy}"] = run("racks-spot", policy, spot)
+    search = SimConfig(autoscale=AutoscaleConfig(2, 8, "search"))
+    for policy in ("goodput", "sia"):  # sizing by the policy's own allocation (elastic only)
+        out[f"homogeneous/{policy}/autoscale-search"] = run("homogeneous", policy, search)
+    for rule in ("utility", "queue"):
+        scaled = SimConfig(autoscale=AutoscaleConfig(2, 10, rule))
+        for policy in ("tiresias", "goodput"):
+            out[f"bounded-groups/{policy}/autoscale-{rule}"] = run("bounded-groups", policy, scaled)
     for policy in ("tiresias", "goodput"):
         default = policy_class(policy).default_agent
         for agent in AGENTS:

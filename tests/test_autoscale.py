@@ -10,16 +10,18 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
+import simpy
 
 from goodput_sim import api
 from goodput_sim.autoscale import (
     AutoscaleConfig,
     QueueAutoscaler,
     ScaleView,
+    SearchAutoscaler,
     UtilityAutoscaler,
     pool_groups,
 )
-from goodput_sim.cluster import ClusterSpec, NodeGroup
+from goodput_sim.cluster import ClusterSpec, NodeGroup, parse_cluster
 from goodput_sim.engine import SimConfig, Simulation, pool_cluster
 from goodput_sim.jobs import JobBelief
 from goodput_sim.policies import JobView
@@ -205,3 +207,153 @@ def test_autoscaling_a_cluster_of_several_node_shapes(rule, policy, profiles):
     # those of the smallest and of the largest nodes that many.
     assert (rounds["gpus_up"] <= [np.sort(capacity)[::-1][:n].sum() for n in up]).all()
     assert (rounds["gpus_up"] >= [np.sort(capacity)[:n].sum() for n in up]).all()
+
+
+# ------------------------------------------------------------- per-group bounds and prices
+def _bounded_cluster(tmp_path) -> ClusterSpec:
+    """Three groups of unlike shapes and prices, each with its own bounds."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text(
+        "groups:\n"
+        "  - {nodes: 2, gpus_per_node: 4, price: 1.0, min_nodes: 1, max_nodes: 4}\n"
+        "  - {nodes: 2, gpus_per_node: 8, price: 4.0, min_nodes: 0, max_nodes: 3}\n"
+        "  - {nodes: 1, gpus_per_node: 2, price: 0.2, min_nodes: 1, max_nodes: 2}\n"
+    )
+    return parse_cluster(path)
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("policy", ["tiresias", "goodput"])
+def test_heterogeneous_autoscaling_never_exceeds_any_groups_bounds(
+    rule, policy, profiles, tmp_path
+):
+    """The pool is each group at its max_nodes (4 + 3 + 2 nodes); every round each group has
+    between its min_nodes and max_nodes provisioned, the whole within --min-nodes/--max-nodes,
+    and cost is each group's node-hours at its own price."""
+    cluster = _bounded_cluster(tmp_path)
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:30]
+    jobs = jobs[jobs["num_replicas"] <= 8]
+    scale = AutoscaleConfig(2, 7, rule, (), startup_delay=0.0)
+    counts: list[list[int]] = []
+    spans = [(0, 4), (4, 7), (7, 9)]
+
+    def observe(record):
+        offline = record.offline_nodes  # no failures, no boot time: offline = not provisioned
+        counts.append([sum(n not in offline for n in range(a, b)) for a, b in spans])
+
+    result = api.run(
+        policy, jobs, profiles, cluster, config=SimConfig(autoscale=scale), observers=[observe]
+    )
+    assert result.jobs["finished"].all()
+    assert [g["nodes"] for g in result.cluster["groups"]] == [4, 3, 2]
+    per_group = np.array(counts)
+    assert (per_group >= [1, 0, 1]).all() and (per_group <= [4, 3, 2]).all()
+    assert (per_group.sum(axis=1) >= 2).all() and (per_group.sum(axis=1) <= 7).all()
+    assert len({tuple(c) for c in counts}) > 1  # it did scale
+    summary = result.cluster_summary
+    assert summary["node_hours_spot"] == 0
+    assert summary["node_hours_on_demand"] == pytest.approx(summary["node_hours"])
+    assert 0.2 * summary["node_hours"] < summary["cost"] < 4.0 * summary["node_hours"]
+
+
+def test_the_cheapest_group_grows_first(tmp_path):
+    """Nodes start cheapest per GPU first: the 2-GPU group (0.1 per GPU-hour), then the
+    4-GPU one (0.25), then the 8-GPU one (0.5)."""
+    from goodput_sim.sim.dynamics import NodeStates
+
+    pool = pool_cluster(_bounded_cluster(tmp_path), AutoscaleConfig(2, 7, "queue"))
+    nodes = NodeStates(
+        simpy.Environment(), pool, None, AutoscaleConfig(2, 7, "queue"), lambda f: None
+    )
+    assert sorted(set(range(9)) - nodes.off) == [0, 7]  # each group's floor: 2 nodes already
+    assert nodes._start_order() == [8, 1, 2, 3, 4, 5, 6]
+    # Cost is each group's node-hours at its own price: an hour of nodes 0 and 7, then half
+    # an hour with node 8 (the cheapest) and node 4 (an 8-GPU one) started too.
+    nodes.account(3600.0)
+    nodes.off -= {8, 4}
+    nodes.account(5400.0)
+    summary = nodes.summary(5400.0)
+    assert summary["node_hours"] == pytest.approx(2 * 1.0 + 4 * 0.5)
+    assert summary["cost"] == pytest.approx(1.0 * 1.5 + 4.0 * 0.5 + 0.2 * 2.0)
+    # Removal keeps every group at its floor: node 0 and node 7 are never offered.
+    assert 0 not in nodes._removable((), set()) and 7 not in nodes._removable((), set())
+    assert set(nodes._removable((), set())) == {8, 4}
+
+
+def test_a_request_the_bounded_groups_never_provision_is_refused(profiles, tmp_path):
+    """Within --max-nodes 7, cheapest first, the groups provision at most 4+2+2+4+4+4+8 = 28
+    GPUs: a 32-GPU job under a policy that keeps its request would wait for ever."""
+    from goodput_sim.errors import InputError
+
+    jobs = _jobs("big,0,cifar10,32,4096")
+    config = SimConfig(autoscale=AutoscaleConfig(2, 7, "queue", (), startup_delay=0.0))
+    with pytest.raises(InputError, match="provision at most 28"):
+        api.run("tiresias", jobs, profiles, _bounded_cluster(tmp_path), config=config)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_bounds_that_bind_nothing_change_nothing(rule, profiles):
+    """One group with min_nodes 0 and max_nodes its size autoscales byte for byte as the plain
+    group (the same pool, the same first nodes, the same removals)."""
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:20]
+    config = _scaled(rule, 2, 8)
+    plain = api.run("goodput", jobs, profiles, ClusterSpec((NodeGroup(8, 4),)), config=config)
+    bounded = ClusterSpec((NodeGroup(8, 4, min_nodes=0, max_nodes=8),))
+    run = api.run("goodput", jobs, profiles, bounded, config=config)
+    assert run.jobs.equals(plain.jobs) and run.rounds.equals(plain.rounds)
+
+
+# ---------------------------------------------------------------- sizing by the policy itself
+def test_the_search_rule_binary_searches_the_policys_own_allocation(profiles):
+    """12 waiting jobs; the probe stands for a policy that gives each one GPU while GPUs last.
+    Utility at n nodes of 4 GPUs is min(12, 4n) / 4n: 1 at 3 nodes, 0.75 at 4, 0.6 at 5, so
+    the largest size at the 0.65 target is 4 (the greedy estimate stops at the 12 GPUs the
+    jobs can use: 3 nodes). The search probes O(log n) sizes."""
+    asked: list[int] = []
+
+    def probe(nodes: int) -> list[int]:
+        asked.append(nodes)
+        return [1 if k < 4 * nodes else 0 for k in range(12)]
+
+    waiting = tuple(_view(profiles, f"j{k}", 0, 8) for k in range(12))
+    search = SearchAutoscaler(window=1)
+    assert search.probed_utility(ScaleView(2, (4,) * 8, waiting, probe), 4) == 0.75
+    asked.clear()
+    assert search.target(ScaleView(2, (4,) * 8, waiting, probe)) == 4
+    assert len(asked) <= 3 and set(asked) <= set(range(2, 9))
+    assert UtilityAutoscaler(window=1).target(ScaleView(2, (4,) * 8, waiting)) == 3
+    # An idle cluster (utility 0) shrinks to the fewest nodes whatever the probe says.
+    assert search.target(ScaleView(6, (4,) * 8, (), lambda n: [])) == 1
+
+
+def test_the_search_rule_runs_goodput_within_bounds_and_leaves_the_policy_as_it_was(profiles):
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:30]
+    config = _scaled("search", 2, 8)
+    run = api.run("goodput", jobs, profiles, ClusterSpec.uniform(4, 4), config=config)
+    again = api.run("goodput", jobs, profiles, ClusterSpec.uniform(4, 4), config=config)
+    assert run.jobs["finished"].all() and run.jobs.equals(again.jobs)
+    sizes = _sizes(run, 2)
+    assert min(sizes) >= 2 and max(sizes) <= 8 and len(set(sizes)) > 1
+
+
+def test_a_probe_restores_the_policys_state(profiles):
+    """Sia keeps last round's choices; a probe at another size must not leave its own."""
+    from goodput_sim.policies import get_policy
+
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:10]
+    sim = Simulation(
+        jobs, profiles, get_policy("sia"), ClusterSpec.uniform(4, 4), _scaled("search")
+    )
+    sim.policy._previous = {"marker": object()}
+    before = dict(vars(sim.policy))
+    views = ()
+    assert sim._prober(views)([0, 1]) == []
+    assert vars(sim.policy) == before
+
+
+def test_the_search_rule_refuses_a_policy_that_keeps_requests(profiles):
+    from goodput_sim.errors import InputError
+
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:5]
+    with pytest.raises(InputError, match="search re-runs the policy"):
+        api.run("tiresias", jobs, profiles, ClusterSpec.uniform(4, 4), config=_scaled("search"))

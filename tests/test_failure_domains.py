@@ -100,6 +100,9 @@ def test_domains_and_group_rates_are_read_and_described(tmp_path):
             "warning_seconds",
         ),
         ("groups: [{nodes: 2, gpus_per_node: 4, rack: a}]", "unknown field"),
+        ("groups: [{nodes: 2, gpus_per_node: 4, min_nodes: 3}]", "exceeds"),
+        ("groups: [{nodes: 2, gpus_per_node: 4, max_nodes: 1.5}]", "whole number"),
+        ("groups: [{nodes: 2, gpus_per_node: 4, min_nodes: -1}]", "whole number"),
         ("groups: [{nodes: 2, gpus_per_node: 4}]\ndomains: [a, b]", "mapping"),
     ],
 )
@@ -336,3 +339,71 @@ def test_the_failure_free_twin_drops_the_clusters_own_rates(tmp_path, profiles, 
     twin = run_summary(api.run("fifo", slice40, profiles, plain))
     assert summary["node_failures"] > 0
     assert summary["avg_jct_without_failures"] == twin["avg_jct"] != summary["avg_jct"]
+
+
+# ------------------------------------------------------------------ metamorphic relations
+def test_declarations_that_make_nothing_fail_change_nothing(tmp_path, profiles, slice40):
+    """Domains without an MTBF, and a preemptible group that is never reclaimed, run byte
+    for byte as the plain cluster (only the cost accounting differs)."""
+    plain = api.run("goodput", slice40, profiles, "16x4")
+    quiet = _cluster(
+        tmp_path,
+        "groups:\n"
+        "  - {nodes: 8, gpus_per_node: 4, domain: rack-a}\n"
+        "  - {nodes: 8, gpus_per_node: 4, preemptible: true, price: 1.0}\n"
+        "domains: {rack-a: {}}\n",
+    )
+    assert not quiet.declares_failures
+    run = api.run("goodput", slice40, profiles, quiet)
+    assert run.jobs.drop(columns="preemptions").equals(plain.jobs)
+    assert run.rounds.equals(plain.rounds)
+    assert run.cluster_summary["node_hours_spot"] == pytest.approx(
+        run.cluster_summary["node_hours_on_demand"]
+    )
+
+
+def test_a_charged_reallocation_of_a_free_save_is_a_free_one(profiles, slice40):
+    free = api.run("goodput", slice40, profiles)
+    charged = api.run(
+        "goodput", slice40, profiles, config=SimConfig(reallocation_checkpoint="charged")
+    )
+    assert free.jobs.equals(charged.jobs) and free.rounds.equals(charged.rounds)
+
+
+def test_a_trace_may_reclaim_a_spot_node_at_a_known_time(tmp_path, profiles):
+    """A reclaim of spot node 1 at 600 s with 120 s of notice: both jobs train from time 0,
+    the one on node 1 stops at 480 s having saved (20 s fit in the notice), loses nothing,
+    and the node is gone until 600 + 1,800 s."""
+    cluster = _cluster(
+        tmp_path,
+        "groups:\n"
+        "  - {nodes: 1, gpus_per_node: 4, price: 3.0}\n"
+        "  - {nodes: 1, gpus_per_node: 4, preemptible: true, price: 1.0, warning_seconds: 120}\n",
+    )
+    trace = tmp_path / "reclaims.csv"
+    trace.write_text("time,node,duration,kind\n600,1,1800,reclaim\n")
+    failures = FailureModel(trace=read_failure_trace(trace, cluster.nodes, cluster))
+    offline: dict[float, frozenset[int]] = {}
+    config = SimConfig(checkpoint_seconds=20.0, failures=failures)
+    result = api.run(
+        "fifo",
+        TWO_SPOT_JOBS,
+        profiles,
+        cluster,
+        config=config,
+        observers=[lambda r: offline.__setitem__(r.time, r.offline_nodes)],
+    )
+    jobs = result.jobs
+    assert jobs["preemptions"].sum() == 1 and jobs["lost_gpu_seconds"].sum() == 0
+    assert result.cluster_summary["node_preemptions"] == 1
+    assert result.cluster_summary["node_failures"] == 0
+    for time, nodes in offline.items():
+        assert (1 in nodes) == (480 <= time < 2400), time
+    # A reclaim of an on-demand node is refused when the run starts.
+    trace.write_text("time,node,duration,kind\n600,0,1800,reclaim\n")
+    bad = FailureModel(trace=read_failure_trace(trace, cluster.nodes, cluster))
+    with pytest.raises(InputError, match="not in a preemptible group"):
+        api.run("fifo", TWO_SPOT_JOBS, profiles, cluster, config=SimConfig(failures=bad))
+    trace.write_text("time,node,duration,kind\n600,1,1800,vanish\n")
+    with pytest.raises(InputError, match="failure or reclaim"):
+        read_failure_trace(trace, cluster.nodes, cluster)

@@ -28,17 +28,18 @@ from goodput_sim.errors import InputError
 from goodput_sim.experiments.intervals import (
     SAMPLE,
     change_interval,
+    figure_path,
     format_change,
     format_interval,
     format_value,
     mean_interval,
+    read_summary,
     sample_name,
     settings_of,
 )
 from goodput_sim.stats import LEVEL
 
 NEEDED = ("policy", "variant", "cluster", "settings", "node_hours", "avg_jct", *SAMPLE)
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 @dataclass
@@ -60,26 +61,8 @@ class CostJctReport:
 def read_runs(folder: Path) -> pd.DataFrame:
     """The sweep's runs from ``folder/summary.csv``, each marked ``fixed`` (with its ``nodes``)
     or autoscaled (with its ``rule``); one-line errors for a folder that is not such a sweep."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(folder, "no such results folder")
-    path = folder / "summary.csv"
-    if not path.is_file():
-        raise InputError(folder, "holds no summary.csv: not a sweep's results folder")
-    try:
-        runs = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (ValueError, pd.errors.ParserError) as error:
-        raise InputError(path, f"cannot be read ({str(error).splitlines()[0]})") from None
-    missing = [c for c in NEEDED if c not in runs.columns]
-    if missing:
-        hint = (
-            "; the report needs a sweep of an experiment file with variants"
-            if "variant" in missing
-            else ""
-        )
-        raise InputError(path, f"lacks column(s) {missing}{hint}")
-    if runs.empty:
-        raise InputError(path, "holds no runs")
+    hint = "; the report needs a sweep of an experiment file with variants"
+    path, runs = read_summary(folder, NEEDED, {"variant": hint})
     settings = [settings_of(path, text) for text in runs["settings"]]
     runs = runs.assign(
         fixed=[s.get("min_nodes") is None for s in settings],
@@ -458,14 +441,9 @@ def write_cost_jct(
     cost_jct_equal_pairs.csv, one row per rule and sample), cost_jct.md and the figures named
     in ``figures`` (PNG, PDF or SVG by suffix; a bare name is put in ``out``)."""
     folder = Path(folder)
-    paths = []
-    for name in figures:
-        path = Path(name)
-        if path.suffix.lower() not in FIGURE_SUFFIXES:
-            raise InputError("--figure", f"expected a .png, .pdf or .svg file, got {name!r}")
-        paths.append(path)
-    runs = read_runs(folder)
     out = Path(out) if out is not None else folder / "report"
+    targets = [figure_path(name, out) for name in figures]
+    runs = read_runs(folder)
     if out.exists() and not out.is_dir():
         raise InputError(out, "is a file, expected a folder for the report")
     report, pairs = cost_jct_report(runs)
@@ -477,8 +455,7 @@ def write_cost_jct(
     pairs.to_csv(out / "cost_jct_equal_pairs.csv", **options)
     (out / "cost_jct.md").write_text(report.markdown())
     written = []
-    for path in paths:
-        target = path if path.parent != Path() else out / path
+    for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
         cost_jct_figure(report, target)
         written.append(target)

@@ -23,9 +23,11 @@ from goodput_sim.errors import InputError
 from goodput_sim.experiments.intervals import (
     SAMPLE,
     change_interval,
+    figure_path,
     format_change,
     format_interval,
     mean_interval,
+    read_summary,
     sample_name,
     settings_of,
 )
@@ -60,19 +62,7 @@ def condition_label(settings: dict) -> str:
 def read_failure_runs(folder: Path) -> pd.DataFrame:
     """The sweep's runs, each with its ``condition`` (failure settings), ``context`` (every
     other setting and the cluster) and ``sample``; one-line errors for other folders."""
-    folder = Path(folder)
-    path = folder / "summary.csv"
-    if not path.is_file():
-        raise InputError(folder, "holds no summary.csv: not a sweep's results folder")
-    try:
-        runs = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (ValueError, pd.errors.ParserError) as error:
-        raise InputError(path, f"cannot be read ({str(error).splitlines()[0]})") from None
-    missing = [c for c in NEEDED if c not in runs.columns]
-    if missing:
-        raise InputError(path, f"lacks column(s) {missing}")
-    if runs.empty:
-        raise InputError(path, "holds no runs")
+    path, runs = read_summary(folder, NEEDED)
     settings = [settings_of(path, text) for text in runs["settings"]]
     own = [{k: v for k, v in s.items() if is_failure_setting(k)} for s in settings]
     other = [{k: v for k, v in s.items() if not is_failure_setting(k)} for s in settings]
@@ -206,8 +196,9 @@ def write_failure_report(
 ) -> tuple[pd.DataFrame, list[Path]]:
     """Read ``folder/summary.csv`` and write ``failures.csv``, ``failures.md`` and the figure
     (PNG, PDF or SVG by suffix; a bare name goes in ``out``, default ``folder/report``)."""
-    table = slowdown_table(read_failure_runs(folder))
     out = Path(out) if out is not None else Path(folder) / "report"
+    target = figure_path(figure, out) if figure is not None else None
+    table = slowdown_table(read_failure_runs(folder))
     if out.exists() and not out.is_dir():
         raise InputError(out, "is a file, expected a folder for the report")
     out.mkdir(parents=True, exist_ok=True)
@@ -215,11 +206,7 @@ def write_failure_report(
     table.to_csv(out / "failures.csv", **options)
     (out / "failures.md").write_text(markdown(table))
     written = []
-    if figure is not None:
-        target = Path(figure)
-        if target.suffix.lower() not in (".png", ".pdf", ".svg"):
-            raise InputError("--figure", f"expected a .png, .pdf or .svg file, got {figure!r}")
-        target = target if target.parent != Path() else out / target
+    if target is not None:
         slowdown_figure(table, target)
         written.append(target)
     return table, written

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from goodput_sim.errors import InputError
 from goodput_sim.stats import bootstrap_mean_ci
@@ -22,6 +24,41 @@ SAMPLE = ("workload", "load", "interval", "agent", "params", "seed")
 """The columns of a sweep's summary.csv that name one sample: a workload drawn (or replayed)
 once, under one seed."""
 NO_INTERVAL = f"n<{MIN_SAMPLES}: no interval"
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def read_summary(
+    folder: Path, needed: tuple[str, ...], hints: Mapping[str, str] | None = None
+) -> tuple[Path, pd.DataFrame]:
+    """A sweep's ``summary.csv`` and its path, with the columns a report needs; one-line
+    errors for a folder that is not a sweep's (``hints``: what to add when a column is
+    missing)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(folder, "no such results folder")
+    path = folder / "summary.csv"
+    if not path.is_file():
+        raise InputError(folder, "holds no summary.csv: not a sweep's results folder")
+    try:
+        runs = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (ValueError, pd.errors.ParserError) as error:
+        raise InputError(path, f"cannot be read ({str(error).splitlines()[0]})") from None
+    missing = [c for c in needed if c not in runs.columns]
+    if missing:
+        hint = "".join((hints or {}).get(c, "") for c in missing)
+        raise InputError(path, f"lacks column(s) {missing}{hint}")
+    if runs.empty:
+        raise InputError(path, "holds no runs")
+    return path, runs
+
+
+def figure_path(name: str, out: Path) -> Path:
+    """Where a report's figure goes: ``name`` as given, or inside ``out`` for a bare name;
+    PNG, PDF or SVG by its suffix."""
+    path = Path(name)
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise InputError("--figure", f"expected a .png, .pdf or .svg file, got {name!r}")
+    return path if path.parent != Path() else out / path
 
 
 def settings_of(path: Path, text: object) -> dict:

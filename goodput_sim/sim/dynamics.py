@@ -51,7 +51,15 @@ class NodeStates:
                     "a failure trace holds every failure, but the cluster declares its own "
                     "failure rates (domains or a group's mtbf_hours): give one or the other",
                 )
-            model.check_nodes(cluster.nodes, tuple(d.name for d in cluster.domains))
+            reclaims = any(f.reclaim for f in model.trace)
+            if reclaims and any(g.preemption_hours is not None for g in cluster.groups):
+                raise InputError(
+                    "--failure-trace",
+                    "the trace's reclaims would replace the preemptible groups' "
+                    "preemption_hours: give one or the other",
+                )
+            spot = frozenset(n for n, g in enumerate(cluster.node_groups) if g.preemptible)
+            model.check_nodes(cluster.nodes, tuple(d.name for d in cluster.domains), spot)
         self.scale = scale
         self.scaler = make_autoscaler(scale.rule, dict(scale.params)) if scale else None
         self.on_failure = on_failure
@@ -63,16 +71,18 @@ class NodeStates:
         self._away: set[int] = set()  # reclaimed spot nodes gone (not paid for)
         self.failure_log: list[tuple[float, int, float]] = []
         self.off: set[int] = set(range(scale.min_nodes, cluster.nodes)) if scale else set()
+        self._floors: dict[int, int] = {}  # group index -> nodes it keeps provisioned
+        sizes = [g.nodes for g in cluster.groups]
+        self._group_index = np.repeat(np.arange(len(sizes)), sizes)  # each node's group
+        if scale is not None and cluster.group_bounds:
+            self._start_with_group_floors()
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
         self.gpu_seconds = 0.0  # their GPUs, node by node
         self._tick = 0.0
         # Node-seconds paid per group, kept where the cluster prices its groups or has spot ones.
-        self._group_of = None
-        if cluster.priced:
-            sizes = [g.nodes for g in cluster.groups]
-            self._group_of = np.repeat(np.arange(len(sizes)), sizes)
+        self._group_of = self._group_index if cluster.priced else None
         self.group_seconds = np.zeros(len(cluster.groups))
 
     @property
@@ -90,8 +100,9 @@ class NodeStates:
             self.env.process(self._node_failures(node, group))
         for index, domain in enumerate(self.cluster.domains):
             self.env.process(self._domain_failures(index, domain))
+        traced = {f.node for f in model.trace if f.reclaim}
         for node, group in enumerate(self.cluster.node_groups):
-            if group.preemptible and group.preemption_hours is not None:
+            if group.preemptible and (group.preemption_hours is not None or node in traced):
                 self.env.process(self._reclaims(node, group))
 
     def failure_rate(self, nodes: Sequence[int]) -> float:
@@ -249,21 +260,31 @@ class NodeStates:
 
     # ---------------------------------------------------------------------- autoscaling
     def autoscale(
-        self, views: tuple[JobView, ...], allocations: Sequence[NDArray], held: set
+        self,
+        views: tuple[JobView, ...],
+        allocations: Sequence[NDArray],
+        held: set,
+        probe: Callable[[Sequence[int]], Sequence[int]] | None = None,
     ) -> list[int]:
         """Resize the pool for the next interval; the nodes removed (their jobs lose their
-        GPUs). ``held`` are nodes that may not be removed (fixed-size jobs run there)."""
+        GPUs). ``held`` are nodes that may not be removed (fixed-size jobs run there).
+        ``probe`` (for rules that ask) gives the policy's GPUs per job on a set of nodes."""
         scale = self.scale
         provisioned = self.provisioned()
         removable = self._removable(allocations, held)
-        view = ScaleView(provisioned, self._keep_order(removable), views)
+        order = self._keep_order(removable)
+        gpus = tuple(int(self.cluster.capacity[n]) for n in order)
+        sized = None
+        if probe is not None and self.scaler.probes:
+            sized = lambda count: probe(order[:count])  # noqa: E731
+        view = ScaleView(provisioned, gpus, views, sized)
         target = self.scaler.target(view)
         waiting = [v.requested_replicas for v in views if not v.allocation.any()]
         if waiting and all(not v.allocation.any() for v in views):  # never strand a request
             target = max(target, view.nodes_for(min(waiting)))
         target = min(max(target, scale.min_nodes), scale.max_nodes)
         if target > provisioned:
-            for node in sorted(self.off)[: target - provisioned]:
+            for node in self._start_order()[: target - provisioned]:
                 self.off.discard(node)
                 self._start_node(node, scale.startup_delay)
             return []
@@ -279,23 +300,78 @@ class NodeStates:
 
     def _removable(self, allocations: Sequence[NDArray], held: set) -> list[int]:
         """Provisioned nodes the autoscaler may remove, first to go first: booting ones, then
-        up ones by ``removal_order``. Failed nodes stay (under repair), and so do ``held``."""
+        up ones by ``removal_order``. Failed nodes stay (under repair), and so do ``held``;
+        so do the nodes a group with ``min_nodes`` keeps (every prefix of the list leaves each
+        group at least its floor)."""
         booting = [n for n in sorted(self.starting, reverse=True) if n not in held]
         up = [
             n
             for n in range(self.cluster.nodes)
             if n not in self.off | self.failed | self.reclaimed | held and n not in self.starting
         ]
-        return booting + removal_order(list(allocations), up)
+        order = booting + removal_order(list(allocations), up)
+        if not self._floors:
+            return order
+        group_of = self._group_index
+        left = np.bincount(
+            [group_of[n] for n in range(self.cluster.nodes) if n not in self.off],
+            minlength=len(self.cluster.groups),
+        )
+        kept = []
+        for node in order:
+            group = int(group_of[node])
+            if left[group] > self._floors.get(group, 0):
+                left[group] -= 1
+                kept.append(node)
+        return kept
 
-    def _keep_order(self, removable: list[int]) -> tuple[int, ...]:
-        """GPUs of every pool node in the order the autoscaler keeps them: provisioned nodes it
-        may not remove, then the removable ones, last to go first, then the others in the order
+    def _start_with_group_floors(self) -> None:
+        """Per-group bounds: each group starts with its ``min_nodes`` first nodes, then the
+        cheapest others (:meth:`_start_order`) until ``--min-nodes`` are provisioned."""
+        first = 0
+        on: list[int] = []
+        for index, group in enumerate(self.cluster.groups):
+            floor = group.min_nodes or 0
+            self._floors[index] = floor
+            on += range(first, first + floor)
+            first += group.nodes
+        if len(on) > self.scale.max_nodes:
+            raise InputError(
+                "--max-nodes",
+                f"{self.scale.max_nodes} is below the {len(on)} nodes the groups' min_nodes keep",
+            )
+        self.off = set(range(self.cluster.nodes)) - set(on)
+        for node in self._start_order()[: max(self.scale.min_nodes - len(on), 0)]:
+            self.off.discard(node)
+
+    def reachable_gpus(self) -> int:
+        """The most GPUs the autoscaler provisions at once: those of the nodes provisioned at
+        the start, then of the nodes it would start, in its order, up to ``--max-nodes``."""
+        if self.scale is None:
+            return self.cluster.total_gpus
+        order = [n for n in range(self.cluster.nodes) if n not in self.off] + self._start_order()
+        return int(self.cluster.capacity[order[: self.scale.max_nodes]].sum())
+
+    def _start_order(self) -> list[int]:
+        """Nodes not provisioned, in the order the autoscaler starts them: cheapest per GPU
+        first where groups have prices, then in node order."""
+        groups = self.cluster.node_groups
+        if not any(g.price is not None for g in self.cluster.groups):
+            return sorted(self.off)
+
+        def price(node: int) -> float:
+            group = groups[node]
+            return group.price / group.gpus_per_node if group.price is not None else 0.0
+
+        return sorted(self.off, key=lambda n: (price(n), n))
+
+    def _keep_order(self, removable: list[int]) -> list[int]:
+        """Every pool node in the order the autoscaler keeps them: provisioned nodes it may
+        not remove, then the removable ones, last to go first, then the others in the order
         they would start."""
         gone = set(removable) | self.off
         kept = [n for n in range(self.cluster.nodes) if n not in gone]
-        order = kept + removable[::-1] + sorted(self.off)
-        return tuple(int(self.cluster.capacity[n]) for n in order)
+        return kept + removable[::-1] + self._start_order()
 
     def _start_node(self, node: int, delay: float) -> None:
         """Provision ``node``: usable after ``delay`` seconds of booting (at once if none)."""
