@@ -1,4 +1,5 @@
-"""Shared fixtures: the reference measurements beside the repository (skipped when absent)."""
+"""Shared fixtures: the reference measurements beside the repository (skipped when absent), the
+bundled profiles and a slice of the bundled workload."""
 
 from __future__ import annotations
 
@@ -35,6 +36,25 @@ def measured_profiles(reference_dir):
     from goodput_sim.profiles import load_measured_profiles
 
     return load_measured_profiles(reference_dir / "traces")
+
+
+@pytest.fixture(scope="module")
+def profiles() -> dict:
+    """The bundled application profiles, loaded once per test module (a module of its own
+    may define its own)."""
+    from goodput_sim.profiles import load_profiles
+
+    return load_profiles()
+
+
+@pytest.fixture(scope="module")
+def slice40():
+    """The first 40 jobs of the bundled workload."""
+    import pandas as pd
+
+    from goodput_sim.api import bundled_workload
+
+    return pd.read_csv(bundled_workload()).iloc[:40]
 
 
 def bundled_slices(folder: Path, count: int, size: int) -> list[Path]:

@@ -17,21 +17,10 @@ from goodput_sim.engine import SimConfig, Simulation, young_daly
 from goodput_sim.errors import InputError
 from goodput_sim.failures import FailureModel
 from goodput_sim.policies import get_policy
-from goodput_sim.profiles import load_profiles
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 ONE_GPU = pd.read_csv(pd.io.common.StringIO(HEADER + "cifar10-0,0,cifar10,1,128\n"))
 CLUSTER = ClusterSpec.uniform(1, 4)
-
-
-@pytest.fixture(scope="module")
-def profiles():
-    return load_profiles()
-
-
-@pytest.fixture(scope="module")
-def slice40() -> pd.DataFrame:
-    return pd.read_csv(api.bundled_workload()).iloc[:40]
 
 
 def _one(profiles, config: SimConfig) -> pd.Series:

@@ -16,20 +16,9 @@ from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel, read_failure_trace
-from goodput_sim.profiles import load_profiles
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 ONE_GPU = pd.read_csv(pd.io.common.StringIO(HEADER + "cifar10-0,0,cifar10,1,128\n"))
-
-
-@pytest.fixture(scope="module")
-def profiles():
-    return load_profiles()
-
-
-@pytest.fixture(scope="module")
-def slice40() -> pd.DataFrame:
-    return pd.read_csv(api.bundled_workload()).iloc[:40]
 
 
 def _cluster(tmp_path: Path, text: str) -> ClusterSpec:

@@ -21,20 +21,9 @@ from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel, read_failure_trace
 from goodput_sim.policies import get_policy
-from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.base import iteration_seconds
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
-
-
-@pytest.fixture(scope="module")
-def profiles():
-    return load_profiles()
-
-
-@pytest.fixture(scope="module")
-def slice40() -> pd.DataFrame:
-    return pd.read_csv(api.bundled_workload()).iloc[:40]
 
 
 def _trace(tmp_path: Path, rows: list[tuple]) -> Path:
@@ -114,9 +103,11 @@ def test_work_undone_by_failures_is_exactly_redone(profiles):
     """One-GPU jobs at a fixed batch under fifo run the same configuration after every
     restore, so training minus the work failures undid equals the training of the run
     without failures, job by job (the lost time is measured, not derived from the rest)."""
-    jobs = pd.read_csv(pd.io.common.StringIO(HEADER + "".join(
-        f"cifar10-{k},{300 * k},cifar10,1,128\n" for k in range(6)
-    )))
+    jobs = pd.read_csv(
+        pd.io.common.StringIO(
+            HEADER + "".join(f"cifar10-{k},{300 * k},cifar10,1,128\n" for k in range(6))
+        )
+    )
     cluster = ClusterSpec.uniform(2, 4)
     plain = api.run("fifo", jobs, profiles, cluster).jobs
     config = SimConfig(failures=FailureModel(mtbf_hours=0.5, repair_hours=0.1, seed=4))
@@ -161,9 +152,7 @@ def test_autoscaling_stays_within_its_bounds_and_never_oversubscribes(
         assert np.all(used <= live), (record.time, "over-subscribed or used while offline")
         checked.append(record.time)
 
-    sim = Simulation(
-        slice40, profiles, get_policy(policy), cluster, config, observers=[check]
-    )
+    sim = Simulation(slice40, profiles, get_policy(policy), cluster, config, observers=[check])
     result = sim.run()
     assert len(checked) == len(result.rounds)
     assert result.jobs["finished"].all()

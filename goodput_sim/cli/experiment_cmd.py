@@ -11,6 +11,15 @@ from goodput_sim import jsonio
 from goodput_sim.cli import main, profiles_option
 from goodput_sim.errors import InputError
 
+report_folder = click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of the report [default: RESULTS/report].",
+)
+"""The ``-o/--out`` option of the reports drawn from a sweep's results."""
+
 
 @main.group("experiment")
 def experiment_group() -> None:
@@ -142,13 +151,7 @@ def batch_rules_cmd(
 
 @experiment_group.command("cost-jct")
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Folder of the report [default: RESULTS/report].",
-)
+@report_folder
 @click.option(
     "--figure",
     "figures",
@@ -174,13 +177,7 @@ def cost_jct_cmd(results: Path, out: Path | None, figures: tuple[str, ...]) -> N
 
 @experiment_group.command("failures")
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Folder of the report [default: RESULTS/report].",
-)
+@report_folder
 @click.option(
     "--figure",
     default="failures.png",

@@ -24,8 +24,10 @@ from goodput_sim.sim.clock import At, Cause, SimEvent, after
 
 
 class NodeStates:
-    """The pool's nodes over time: failed (repairing), off (not provisioned) and starting
-    (booting) nodes offer no GPUs; node-seconds and GPU-seconds are counted while provisioned."""
+    """The pool's nodes over time: failed (repairing, by their own or their domain's
+    failure), reclaimed (spot nodes under notice or away), off (not provisioned) and starting
+    (booting) nodes offer no GPUs; node-seconds and GPU-seconds are counted while provisioned,
+    and by group where the cluster has prices or spot groups."""
 
     def __init__(
         self,
