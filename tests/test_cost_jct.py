@@ -176,3 +176,21 @@ def test_a_bad_figure_suffix_is_refused(tmp_path):
         main, ["experiment", "cost-jct", str(folder), "--figure", "plot.jpg"]
     )
     assert result.exit_code == 2 and "--figure: expected a .png, .pdf or .svg" in result.output
+
+
+@pytest.mark.parametrize(
+    "name, runs, rules",
+    [
+        ("experiment-cost-jct.yaml", 144, {"utility", "queue"}),
+        ("experiment-autoscale-search.yaml", 72, {"utility", "search"}),
+    ],
+)
+def test_the_shipped_cost_experiments_are_valid_grids(name, runs, rules):
+    """Fixed clusters of 8, 12, 16 and 24 nodes beside the rules, 4 workloads x 3 seeds."""
+    from goodput_sim.experiments.grid import load_experiment
+
+    spec = load_experiment(Path(__file__).resolve().parents[1] / "configs" / name)
+    assert spec.runs == runs and len(spec.workloads) * len(spec.seeds) == 12
+    fixed = sorted(v.cluster.nodes for v in spec.variants if not dict(v.settings))
+    assert fixed == [8, 12, 16, 24]
+    assert {dict(v.settings).get("autoscaler") for v in spec.variants} - {None} == rules
