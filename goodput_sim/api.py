@@ -23,7 +23,7 @@ from tqdm import tqdm
 from goodput_sim import __version__, jsonio
 from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, check_gpu_types, parse_cluster
-from goodput_sim.engine import SimConfig, SimResult, Simulation, pool_cluster
+from goodput_sim.engine import SimConfig, SimResult, Simulation, pool_cluster, young_daly
 from goodput_sim.errors import InputError
 from goodput_sim.failures import FailureModel
 from goodput_sim.metrics import claim_check, run_summary
@@ -235,8 +235,14 @@ def has_failures(config: SimConfig | None, cluster: ClusterSpec) -> bool:
 
 def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimConfig, ClusterSpec]:
     """The twin of a failure run: no failure model, and the cluster without its own failure
-    and reclaim rates (prices and spot groups kept)."""
-    return dataclasses.replace(config or SimConfig(), failures=None), cluster.without_failures()
+    and reclaim rates (prices and spot groups kept). An ``auto`` checkpoint interval becomes
+    what Young/Daly gives with nothing failing (:func:`~goodput_sim.engine.young_daly`)."""
+    config = config or SimConfig()
+    interval = config.checkpoint_interval
+    if interval == "auto":
+        interval = young_daly(1.0, float("inf"))
+    plain = dataclasses.replace(config, failures=None, checkpoint_interval=interval)
+    return plain, cluster.without_failures()
 
 
 def writable_folder(path: str | Path, option: str = "--out", force: bool = False) -> Path:

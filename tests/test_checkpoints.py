@@ -221,3 +221,21 @@ def test_weibull_lifetimes_have_the_mtbf_as_their_mean(shape):
     cv = gaps.std() / gaps.mean()
     expected = math.sqrt(math.gamma(1 + 2 / shape) / math.gamma(1 + 1 / shape) ** 2 - 1)
     assert cv == pytest.approx(expected, rel=0.05)
+
+
+def test_the_failure_free_twin_of_an_auto_interval_run_checkpoints_daily(profiles, slice40):
+    """``compare`` (and ``run``) set a failing run against its twin with nothing failing; an
+    auto interval there is Young/Daly's with an infinite MTBF, one day, not a refusal."""
+    from goodput_sim.api import failure_free
+    from goodput_sim.metrics import run_summary
+
+    config = SimConfig(
+        checkpoint_interval="auto",
+        checkpoint_seconds=30.0,
+        failures=FailureModel(mtbf_hours=6.0, seed=2),
+    )
+    plain, _ = failure_free(config, ClusterSpec.uniform(16, 4))
+    assert plain.failures is None and plain.checkpoint_interval == 86400.0
+    summary = api.compare(["goodput"], slice40, None, "16x4", config=config).summary
+    twin = api.run("goodput", slice40, profiles, config=plain)
+    assert summary.loc["goodput", "avg_jct_without_failures"] == run_summary(twin)["avg_jct"]
