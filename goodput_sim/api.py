@@ -23,7 +23,14 @@ from tqdm import tqdm
 from goodput_sim import __version__, jsonio
 from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, check_gpu_types, parse_cluster
-from goodput_sim.engine import SimConfig, SimResult, Simulation, pool_cluster, young_daly
+from goodput_sim.engine import (
+    NO_FAILURE_INTERVAL,
+    SimConfig,
+    SimResult,
+    Simulation,
+    has_failures,
+    pool_cluster,
+)
 from goodput_sim.errors import InputError
 from goodput_sim.failures import FailureModel
 from goodput_sim.metrics import claim_check, run_summary
@@ -225,22 +232,14 @@ def compare(
     return Comparison(results, summary, claim_check(summaries, baselines=baselines(policies)))
 
 
-def has_failures(config: SimConfig | None, cluster: ClusterSpec) -> bool:
-    """Whether nodes fail or are reclaimed, or jobs crash, in a run of ``config`` on
-    ``cluster``: such a run's JCT is set against its failure-free twin."""
-    failures = config.failures if config is not None else None
-    crashes = failures is not None and failures.job_crash_hours is not None
-    return (failures is not None and failures.active) or crashes or cluster.declares_failures
-
-
 def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimConfig, ClusterSpec]:
     """The twin of a failure run: no failure model, and the cluster without its own failure
     and reclaim rates (prices and spot groups kept). An ``auto`` checkpoint interval becomes
-    what Young/Daly gives with nothing failing (:func:`~goodput_sim.engine.young_daly`)."""
+    what Young/Daly gives with nothing failing (:data:`~goodput_sim.engine.NO_FAILURE_INTERVAL`)."""
     config = config or SimConfig()
     interval = config.checkpoint_interval
     if interval == "auto":
-        interval = young_daly(1.0, float("inf"))
+        interval = NO_FAILURE_INTERVAL
     plain = dataclasses.replace(config, failures=None, checkpoint_interval=interval)
     return plain, cluster.without_failures()
 

@@ -319,7 +319,7 @@ def pool_groups(groups: Sequence[NodeGroup], max_nodes: int) -> tuple[NodeGroup,
     repeating them as needed, neighbouring groups alike but for their size merged. Where some
     group declares its own bounds, the pool is every group at its ``max_nodes`` (else its
     ``nodes``), kept apart, and ``max_nodes`` bounds only the nodes provisioned at once."""
-    if any(g.min_nodes is not None or g.max_nodes is not None for g in groups):
+    if any(g.bounded for g in groups):
         return tuple(replace(g, nodes=g.max_nodes or g.nodes) for g in groups)
     pool: list[NodeGroup] = []
     left = max_nodes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -38,6 +38,11 @@ class NodeGroup:
     warning_seconds: float = 0.0  # notice before a reclaim, in which a job may save
     min_nodes: int | None = None  # autoscaling: nodes of this group always provisioned
     max_nodes: int | None = None  # autoscaling: the group's nodes in the pool (None: nodes)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the group declares its own autoscaling bounds."""
+        return self.min_nodes is not None or self.max_nodes is not None
 
     def describe(self) -> dict:
         """The group as data: its shape and type, and the other fields only where set (so a
@@ -113,6 +118,13 @@ class ClusterSpec:
         """The group of each node."""
         return tuple(g for g in self.groups for _ in range(g.nodes))
 
+    @cached_property
+    def node_group_index(self) -> NDArray[np.int64]:
+        """Index in ``groups`` of each node's group (read-only)."""
+        out = np.repeat(np.arange(len(self.groups)), [g.nodes for g in self.groups])
+        out.flags.writeable = False
+        return out
+
     def domain_nodes(self, name: str) -> tuple[int, ...]:
         """The nodes of failure domain ``name``, in node order."""
         return tuple(n for n, g in enumerate(self.node_groups) if g.domain == name)
@@ -137,7 +149,7 @@ class ClusterSpec:
     @property
     def group_bounds(self) -> bool:
         """Whether some group declares its own autoscaling bounds (min_nodes, max_nodes)."""
-        return any(g.min_nodes is not None or g.max_nodes is not None for g in self.groups)
+        return any(g.bounded for g in self.groups)
 
     @property
     def priced(self) -> bool:
@@ -277,18 +289,7 @@ _OPTIONAL_FIELDS = {  # field: (kind, low, high); bool fields take true or false
     "min_nodes": (int, 0, 100_000),
     "max_nodes": (int, 1, 100_000),
 }
-_OPTIONAL_DEFAULTS = {
-    "domain": None,
-    "mtbf_hours": None,
-    "repair_hours": None,
-    "price": None,
-    "preemptible": False,
-    "preemption_hours": None,
-    "preempted_hours": 1.0,
-    "warning_seconds": 0.0,
-    "min_nodes": None,
-    "max_nodes": None,
-}
+_OPTIONAL_DEFAULTS = {f.name: f.default for f in fields(NodeGroup) if f.name in _OPTIONAL_FIELDS}
 _SPOT_ONLY = ("preemption_hours", "preempted_hours", "warning_seconds")
 _DOMAIN_FIELDS = {"mtbf_hours", "repair_hours"}
 
@@ -384,7 +385,7 @@ def _optional_field(value: object, key: str, source: str | Path, where: str) -> 
             raise InputError(source, f"must be true or false, found {value!r}", where)
         return value
     if kind is str:
-        if not isinstance(value, str) or not _NAME.match(value):
+        if not isinstance(value, str) or not NAME.match(value):
             raise InputError(
                 source,
                 f"must be a name of letters, digits, '.', '_' or '-', found {value!r}",
@@ -404,7 +405,9 @@ def _optional_field(value: object, key: str, source: str | Path, where: str) -> 
     return float(value)
 
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
+"""A failure domain's name: a letter, then letters, digits, '.', '_' or '-' (so a failure
+trace tells it from a node id)."""
 
 
 def _checked_domains(
@@ -415,20 +418,20 @@ def _checked_domains(
     if not isinstance(data, dict):
         raise InputError(source, "must be a mapping of domain name to its rates", "field domains")
     out = []
-    for name, fields in data.items():
+    for name, given in data.items():
         where = f"field domains.{name}"
         _optional_field(name, "domain", source, where)
-        fields = {} if fields is None else fields
-        if not isinstance(fields, dict):
+        given = {} if given is None else given
+        if not isinstance(given, dict):
             raise InputError(source, "must be a mapping of mtbf_hours and repair_hours", where)
-        unknown = set(fields) - _DOMAIN_FIELDS
+        unknown = set(given) - _DOMAIN_FIELDS
         if unknown:
             raise InputError(
                 source,
                 f"unknown field(s) {sorted(unknown)}; expected {sorted(_DOMAIN_FIELDS)}",
                 where,
             )
-        rates = {k: _optional_field(v, k, source, f"{where}.{k}") for k, v in fields.items()}
+        rates = {k: _optional_field(v, k, source, f"{where}.{k}") for k, v in given.items()}
         if not any(g.domain == name for g in groups):
             raise InputError(source, "no group names this domain", where)
         out.append(FailureDomain(name, **rates))

@@ -25,7 +25,7 @@ autoscaling (``dynamics``), and the output tables and round observers (``recordi
 from __future__ import annotations
 
 import time as wallclock
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -248,11 +248,7 @@ class Simulation:
         lr_aware = config.progress == "lr-aware"
         if not (lr_aware or config.seed_objective):
             return None
-        failures = config.failures
-        crashes = (failures is not None and failures.job_crash_hours) or any(
-            getattr(profile, "crash_hours", None) for profile in self.profiles.values()
-        )
-        if (failures is not None and failures.active) or crashes or self.cluster.declares_failures:
+        if has_failures(config, self.cluster, self.profiles.values()):
             option = "--progress lr-aware" if lr_aware else "--seed-objective"
             raise InputError(
                 option, "is not supported with failures (lost work would have to undo loss too)"
@@ -368,7 +364,7 @@ class Simulation:
         crashes, reallocations that save nothing) or saves cost time; ``--checkpoint-interval
         auto`` checked against both."""
         nodes_fail = self.nodes.fails
-        costly = any(self._save_seconds(job) > 0 for job in self.jobs)
+        costly = self._costly_saves = any(self._save_seconds(job) > 0 for job in self.jobs)
         if self.config.checkpoint_interval == "auto":
             if not costly or not all(self._save_seconds(job) > 0 for job in self.jobs):
                 raise InputError(
@@ -386,9 +382,8 @@ class Simulation:
         """Job counters worth a column in this run: crashes where jobs crash, saves where
         checkpoints cost time, preemptions where the cluster has spot nodes."""
         out = ("crashes",) if self._crash_streams else ()
-        costly = any(self._save_seconds(job) > 0 for job in self.jobs)
         spot = any(g.preemptible for g in self.cluster.groups)
-        return out + (("saves",) if costly else ()) + (("preemptions",) if spot else ())
+        return out + (("saves",) if self._costly_saves else ()) + (("preemptions",) if spot else ())
 
     def _save_seconds(self, job: Job) -> float:
         """Seconds a checkpoint of the job takes to save: the run's, else its application's."""
@@ -930,12 +925,26 @@ def _truth(profile: ApplicationProfile, gpu_type: str) -> ApplicationProfile:
     return profile.for_type(gpu_type) if isinstance(profile, TypedProfile) else profile
 
 
+NO_FAILURE_INTERVAL = 86400.0
+"""Seconds between checkpoints that ``auto`` takes when nothing fails: a day."""
+
+
 def young_daly(save_seconds: float, mtbf_seconds: float) -> float:
     """The checkpoint interval that minimises expected lost time to first order (Young 1974,
-    Daly 2006): ``sqrt(2 x save x MTBF)``; a day when nothing fails."""
+    Daly 2006): ``sqrt(2 x save x MTBF)``; :data:`NO_FAILURE_INTERVAL` when nothing fails."""
     if not np.isfinite(mtbf_seconds):
-        return 86400.0
+        return NO_FAILURE_INTERVAL
     return float(np.sqrt(2.0 * save_seconds * mtbf_seconds))
+
+
+def has_failures(
+    config: SimConfig | None, cluster: ClusterSpec, profiles: Iterable[ApplicationProfile] = ()
+) -> bool:
+    """Whether anything fails in a run of ``config`` on ``cluster``: nodes fail or are
+    reclaimed, or jobs crash (by the run's rate, or any of ``profiles``' own)."""
+    failures = config.failures if config is not None else None
+    crashes = any(getattr(profile, "crash_hours", None) for profile in profiles)
+    return (failures is not None and failures.fails) or crashes or cluster.declares_failures
 
 
 def _noise_prior(profile: ApplicationProfile) -> tuple[float, ...]:

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from goodput_sim.cluster import ClusterSpec, FailureDomain, NodeGroup
+from goodput_sim.cluster import NAME, ClusterSpec, FailureDomain, NodeGroup
 from goodput_sim.errors import InputError
 
 REPAIRS = ("fixed", "exponential")
@@ -112,7 +111,13 @@ class FailureModel:
 
     @property
     def active(self) -> bool:
+        """Whether nodes fail (an MTBF or a trace)."""
         return self.mtbf_hours is not None or bool(self.trace)
+
+    @property
+    def fails(self) -> bool:
+        """Whether anything fails: nodes, or jobs (a crash rate)."""
+        return self.active or self.job_crash_hours is not None
 
     def node_failures(
         self,
@@ -255,7 +260,7 @@ def read_failure_trace(
         if kind not in ("failure", "reclaim", ""):
             raise InputError(path, f"kind must be failure or reclaim, found {kind!r}", line)
         reclaim = kind == "reclaim"
-        domain = node if _DOMAIN.match(node) else None
+        domain = node if NAME.match(node) else None
         try:
             at, length = float(time), float(duration)
             index = -1 if domain is not None else int(node)
@@ -287,6 +292,3 @@ def read_failure_trace(
             raise InputError(path, f"{_what(unit[0])} fails again before its repair", line)
         ends[unit] = at + length
     return tuple(Failure(at, i, length, d, r) for at, i, length, _, d, r in failures)
-
-
-_DOMAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")

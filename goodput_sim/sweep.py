@@ -60,7 +60,8 @@ from goodput_sim.workload import load_workload, write_workload
 
 DEFAULT_CLUSTER = "16x4"
 DEFAULT_INTERVAL = 60.0
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""A variant's label: folder-safe (letters, digits, '.', '_', '-'; not starting with a dot)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Variant:
     def of(cls, label: str, cluster: ClusterSpec | str | None = None, **settings: Any) -> Variant:
         """A variant from plain values: the label checked, the cluster parsed, every setting
         converted and checked against its declaration (``InputError`` naming the variant)."""
-        if not isinstance(label, str) or not _LABEL.match(label):
+        if not isinstance(label, str) or not LABEL.match(label):
             raise InputError(
                 "variants", f"label {label!r} must be letters, digits, '.', '_' or '-'"
             )

@@ -159,8 +159,6 @@ def _split_options(options: dict) -> tuple[dict, SimConfig]:
     options["params"] = {k: v for k, v in params.items() if not k.startswith("autoscaler.")}
     nodes = None
     if values["failure_trace"] is not None and values["max_nodes"] is None:
-        from goodput_sim.api import as_cluster
-
         nodes = as_cluster(options["cluster"]).nodes  # a trace names nodes of this cluster
     return options, build_config(values, options["seed"], nodes)
 

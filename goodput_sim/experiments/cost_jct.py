@@ -32,8 +32,10 @@ from goodput_sim.experiments.intervals import (
     format_change,
     format_interval,
     format_value,
+    markdown_table,
     mean_interval,
     read_summary,
+    refuse_repeats,
     sample_name,
     settings_of,
 )
@@ -77,14 +79,8 @@ def read_runs(folder: Path) -> pd.DataFrame:
         ],
         sample=[sample_name(row) for row in runs[list(SAMPLE)].itertuples(index=False)],
     )
-    twice = runs.duplicated(["policy", "variant", "sample"])
-    if twice.any():
-        row = runs[twice].iloc[0]
-        raise InputError(
-            path,
-            f"has more than one run of policy {row['policy']}, variant {row['variant']} and "
-            f"sample {row['sample']}: sweep other axes in experiments of their own",
-        )
+    advice = ": sweep other axes in experiments of their own"
+    refuse_repeats(path, runs, ["policy", "variant", "sample"], advice=advice)
     for variant, part in runs.groupby("variant", sort=False):
         if part["fixed"].nunique() > 1 or part["nodes"][part["fixed"]].nunique() > 1:
             raise InputError(path, f"variant {variant} mixes clusters or fixed and autoscaled runs")
@@ -293,18 +289,14 @@ def cost_jct_report(runs: pd.DataFrame) -> tuple[CostJctReport, pd.DataFrame]:
 def markdown(report: CostJctReport) -> str:
     """The report's tables as markdown (what is printed and written to cost_jct.md)."""
     level = f"{LEVEL:.0%}"
-    lines = [
+    priced = report.price is not None
+    head = ["policy", "cluster", "node-hours", "avg JCT (s)"]
+    head += [f"cost at {report.price:g}/node-h"] if priced else []
+    lines = markdown_table(
         f"### Node-hours and average JCT per policy and cluster (mean over workload x seed "
         f"samples, {level} bootstrap interval, n samples)",
-        "",
-    ]
-    priced = report.price is not None
-    head = "| policy | cluster | node-hours | avg JCT (s) |"
-    rule = "|---|---|---|---|"
-    if priced:
-        head += f" cost at {report.price:g}/node-h |"
-        rule += "---|"
-    lines += [head + " unfinished jobs |", rule + "---|"]
+        [*head, "unfinished jobs"],
+    )
     for r in report.table.itertuples(index=False):
         name = r.cluster if r.kind == "fixed" else f"{r.rule} rule, {r.cluster}"
         cells = [
@@ -318,11 +310,11 @@ def markdown(report: CostJctReport) -> str:
     if not report.paired.empty:
         lines += [
             "",
-            f"### Each rule against each fixed cluster, paired by (workload, seed): change of "
-            f"the mean, {level} paired bootstrap interval, n pairs",
-            "",
-            "| policy | rule | versus | avg JCT change | node-hours change |",
-            "|---|---|---|---|---|",
+            *markdown_table(
+                f"### Each rule against each fixed cluster, paired by (workload, seed): change "
+                f"of the mean, {level} paired bootstrap interval, n pairs",
+                ["policy", "rule", "versus", "avg JCT change", "node-hours change"],
+            ),
         ]
         for r in report.paired.itertuples(index=False):
             jct = format_change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)
@@ -333,12 +325,13 @@ def markdown(report: CostJctReport) -> str:
     if not report.equal.empty:
         lines += [
             "",
-            "### At equal node-hours: each rule's avg JCT against the fixed clusters' avg JCT "
-            "interpolated linearly in node-hours at the rule's node-hours (same workload and "
-            f"seed; only where two fixed sizes bracket it), {level} paired bootstrap interval",
-            "",
-            "| policy | rule | avg JCT change at equal node-hours | outside the bracket |",
-            "|---|---|---|---|",
+            *markdown_table(
+                "### At equal node-hours: each rule's avg JCT against the fixed clusters' avg "
+                "JCT interpolated linearly in node-hours at the rule's node-hours (same workload "
+                f"and seed; only where two fixed sizes bracket it), {level} paired bootstrap "
+                "interval",
+                ["policy", "rule", "avg JCT change at equal node-hours", "outside the bracket"],
+            ),
         ]
         for r in report.equal.itertuples(index=False):
             jct = format_change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)

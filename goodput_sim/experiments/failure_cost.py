@@ -26,8 +26,10 @@ from goodput_sim.experiments.intervals import (
     figure_path,
     format_change,
     format_interval,
+    markdown_table,
     mean_interval,
     read_summary,
+    refuse_repeats,
     sample_name,
     settings_of,
 )
@@ -75,14 +77,8 @@ def read_failure_runs(folder: Path) -> pd.DataFrame:
         ],
         sample=[sample_name(row) for row in runs[list(SAMPLE)].itertuples(index=False)],
     )
-    twice = runs.duplicated(["policy", "context", "condition", "sample"])
-    if twice.any():
-        row = runs[twice].iloc[0]
-        raise InputError(
-            path,
-            f"has more than one run of policy {row['policy']}, condition {row['condition']} "
-            f"and sample {row['sample']}",
-        )
+    cell = ["policy", "context", "condition", "sample"]
+    refuse_repeats(path, runs, cell, ["policy", "condition", "sample"])
     if not (~runs["failing"]).any():
         raise InputError(path, "has no run without failures to set the others against")
     return runs
@@ -128,13 +124,11 @@ def markdown(table: pd.DataFrame) -> str:
     several = table["context"].nunique() > 1
     head = ["policy", *(["context"] if several else []), "condition", "avg JCT (s)"]
     head += ["slowdown vs no failures", "lost GPU-h per run", "node failures per run"]
-    lines = [
+    lines = markdown_table(
         f"### Average JCT under failures, and its slowdown against the same samples with "
         f"nothing failing ({LEVEL:.0%} bootstrap intervals, paired for the slowdown)",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
+        head,
+    )
     for r in table.itertuples(index=False):
         cells = [r.policy, *([r.context] if several else []), r.condition]
         cells.append(format_interval(r.avg_jct_s, r.avg_jct_ci_low_s, r.avg_jct_ci_high_s, r.n, 1))

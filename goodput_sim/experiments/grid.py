@@ -36,7 +36,6 @@ import dataclasses
 import itertools
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.safe_yaml import _LimitedLoader, load_yaml
 from goodput_sim.sources import WorkloadSource, checked_generate
 from goodput_sim.spec import BY_NAME, build_config, with_settings
-from goodput_sim.sweep import Variant
+from goodput_sim.sweep import LABEL, Variant
 
 KEYS = {"name", "policies", "workloads", "loads", "seeds", "clusters", "intervals", "profiles"}
 KEYS |= {"settings", "variants"}
@@ -307,7 +306,7 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
     out = []
     for label, bundle in value.items():
         where = f"key variants.{label}"
-        if not isinstance(label, str) or not _LABEL.match(label):
+        if not isinstance(label, str) or not LABEL.match(label):
             raise InputError(
                 path, "a label must be letters, digits, '.', '_' or '-' (quote numbers)", where
             )
@@ -337,9 +336,6 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
                 raise InputError(path, error.problem, f"{where}.{key}") from None
         out.append(Variant.of(label, cluster, **settings))
     return out
-
-
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _refuse_repeated_labels(path: Path) -> None:

@@ -52,6 +52,29 @@ def read_summary(
     return path, runs
 
 
+def refuse_repeats(
+    path: Path,
+    runs: pd.DataFrame,
+    cell: list[str],
+    named: list[str] | None = None,
+    advice: str = "",
+) -> None:
+    """Refuse a summary with more than one run in a report's ``cell`` (columns that make one
+    row of its tables), naming the first repeat by its ``named`` columns (default: all of
+    ``cell``), then ``advice``."""
+    twice = runs.duplicated(cell)
+    if twice.any():
+        row = runs[twice].iloc[0]
+        parts = [f"{column} {row[column]}" for column in named or cell]
+        listed = f"{', '.join(parts[:-1])} and {parts[-1]}"
+        raise InputError(path, f"has more than one run of {listed}{advice}")
+
+
+def markdown_table(title: str, columns: list[str]) -> list[str]:
+    """The first lines of a report's markdown table: its title, then the header rows."""
+    return [title, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def figure_path(name: str, out: Path) -> Path:
     """Where a report's figure goes: ``name`` as given, or inside ``out`` for a bare name;
     PNG, PDF or SVG by its suffix."""

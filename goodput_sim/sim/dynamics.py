@@ -73,10 +73,10 @@ class NodeStates:
         self._away: set[int] = set()  # reclaimed spot nodes gone (not paid for)
         self.failure_log: list[tuple[float, int, float]] = []
         self.off: set[int] = set(range(scale.min_nodes, cluster.nodes)) if scale else set()
-        self._floors: dict[int, int] = {}  # group index -> nodes it keeps provisioned
-        sizes = [g.nodes for g in cluster.groups]
-        self._group_index = np.repeat(np.arange(len(sizes)), sizes)  # each node's group
+        # Nodes each group keeps provisioned (its min_nodes), where groups declare bounds.
+        self._floors = None
         if scale is not None and cluster.group_bounds:
+            self._floors = np.array([g.min_nodes or 0 for g in cluster.groups])
             self._start_with_group_floors()
         self.starting: dict[int, int] = {}  # node -> generation of its start request
         self._generation = 0
@@ -84,7 +84,6 @@ class NodeStates:
         self.gpu_seconds = 0.0  # their GPUs, node by node
         self._tick = 0.0
         # Node-seconds paid per group, kept where the cluster prices its groups or has spot ones.
-        self._group_of = self._group_index if cluster.priced else None
         self.group_seconds = np.zeros(len(cluster.groups))
 
     @property
@@ -152,12 +151,12 @@ class NodeStates:
         span = now - self._tick
         self.node_seconds += self.provisioned() * span
         self.gpu_seconds += self.provisioned_gpus() * span
-        if self._group_of is not None:
+        if self.cluster.priced:
             unpaid = list(self.off | self._away)
             paid = np.ones(self.cluster.nodes, dtype=bool)
             paid[unpaid] = False
             self.group_seconds += span * np.bincount(
-                self._group_of[paid], minlength=len(self.cluster.groups)
+                self.cluster.node_group_index[paid], minlength=len(self.cluster.groups)
             )
         self._tick = now
 
@@ -175,7 +174,7 @@ class NodeStates:
             "node_hours_failed": down / 3600.0,
             "cost": node_hours * price if price is not None else float("nan"),
         }
-        if self._group_of is not None:
+        if self.cluster.priced:
             hours = self.group_seconds / 3600.0
             spot = np.array([g.preemptible for g in self.cluster.groups])
             prices = np.array(
@@ -312,9 +311,9 @@ class NodeStates:
             if n not in self.off | self.failed | self.reclaimed | held and n not in self.starting
         ]
         order = booting + removal_order(list(allocations), up)
-        if not self._floors:
+        if self._floors is None:
             return order
-        group_of = self._group_index
+        group_of = self.cluster.node_group_index
         left = np.bincount(
             [group_of[n] for n in range(self.cluster.nodes) if n not in self.off],
             minlength=len(self.cluster.groups),
@@ -322,7 +321,7 @@ class NodeStates:
         kept = []
         for node in order:
             group = int(group_of[node])
-            if left[group] > self._floors.get(group, 0):
+            if left[group] > self._floors[group]:
                 left[group] -= 1
                 kept.append(node)
         return kept
@@ -332,10 +331,8 @@ class NodeStates:
         cheapest others (:meth:`_start_order`) until ``--min-nodes`` are provisioned."""
         first = 0
         on: list[int] = []
-        for index, group in enumerate(self.cluster.groups):
-            floor = group.min_nodes or 0
-            self._floors[index] = floor
-            on += range(first, first + floor)
+        for group, floor in zip(self.cluster.groups, self._floors, strict=True):
+            on += range(first, first + int(floor))
             first += group.nodes
         if len(on) > self.scale.max_nodes:
             raise InputError(
