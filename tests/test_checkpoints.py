@@ -239,3 +239,14 @@ def test_the_failure_free_twin_of_an_auto_interval_run_checkpoints_daily(profile
     summary = api.compare(["goodput"], slice40, None, "16x4", config=config).summary
     twin = api.run("goodput", slice40, profiles, config=plain)
     assert summary.loc["goodput", "avg_jct_without_failures"] == run_summary(twin)["avg_jct"]
+
+
+def test_a_crash_rate_that_never_fires_changes_nothing(profiles, slice40):
+    """Metamorphic: crashes every ten years on average (none in this run) give the run without
+    crashes, but for the crashes column (all zero)."""
+    plain = api.run("goodput", slice40, profiles)
+    rare = SimConfig(failures=FailureModel(job_crash_hours=87_600.0, seed=0))
+    run = api.run("goodput", slice40, profiles, config=rare)
+    assert (run.jobs["crashes"] == 0).all()
+    assert run.jobs.drop(columns="crashes").equals(plain.jobs)
+    assert run.rounds.equals(plain.rounds)
