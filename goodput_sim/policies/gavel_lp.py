@@ -1,11 +1,16 @@
 """Numerical core of a heterogeneity-aware Gavel policy (Narayanan et al., OSDI'20).
 
-:func:`max_min_fair_allocation` solves Gavel's max-min fairness over normalised effective
-throughput as a linear programme (SciPy's HiGHS): the fraction of time each job should spend
-on each GPU type. :class:`RoundScheduler` realises such fractions round by round with Gavel's
-priority mechanism (time share wanted over time share received).
+Two of Gavel's objectives, each a linear programme solved with SciPy's HiGHS, give the fraction
+of time ``x[j, t]`` each job should spend on each GPU type:
 
-Definitions, for job ``j`` and GPU type ``t`` (``C = sum_t capacity[t]``, ``J`` jobs):
+* :func:`max_sum_throughput_allocation`, the one the Sia artifact runs (Gavel's
+  ``max_sum_throughput_perf``, Sia SPEC 6.3): the total raw throughput ``sum T[j, t] x[j, t]``.
+* :func:`max_min_fair_allocation`: max-min fairness over normalised effective throughput.
+
+:class:`RoundScheduler` realises such fractions round by round with Gavel's priority mechanism
+(time share wanted over time share received, Sia SPEC 6.4).
+
+Max-min definitions, for job ``j`` and GPU type ``t`` (``C = sum_t capacity[t]``, ``J`` jobs):
 
 * ``usable[j, t]``: ``throughput[j, t] > 1e-9 * max_t throughput[j, t]`` and
   ``replicas[j] <= capacity[t]``; ``x[j, t]`` is fixed at 0 elsewhere.
@@ -165,23 +170,76 @@ def _fair_rows(gain: NDArray[np.float64], active: NDArray[np.int64]) -> csr_arra
     return csr_array((-gain[active].ravel(), (rows, cols)), shape=(active.size, gain.size))
 
 
-class RoundScheduler:
-    """Realises time fractions ``x`` round by round with Gavel's priorities (deterministic).
+def max_sum_throughput_allocation(
+    throughput: ArrayLike, replicas: ArrayLike, capacity: ArrayLike, decimals: int = 5
+) -> NDArray[np.float64]:
+    """Fraction of time ``x[j, t]`` that job ``j`` should run on GPU type ``t`` to maximise the
+    total throughput ``sum_j sum_t throughput[j, t] * x[j, t]`` (raw iterations per second, not
+    normalised per job: Gavel's ``max_sum_throughput_perf``, Sia SPEC 6.3), subject to
+    ``sum_t x[j, t] <= 1`` and ``sum_j replicas[j] * x[j, t] <= capacity[t]``.
 
-    State: time received per (job, type) and elapsed time per type. A job seen for the first
-    time has received half a round on every type; the per-type clocks also start at half a
-    round. Each round, ``priority[j, t] = x[j, t] / (received[j, t] / elapsed[t])`` (0 where
-    ``x`` is 0; ``x * 1e9`` where nothing was received). Pairs are taken in order of priority
-    (highest first), then ``x`` (highest first), then job order, then type index; a job gets
-    the type if it has no type yet this round and the type still has ``replicas[j]`` free GPUs.
-    Pairs with ``x == 0`` are never scheduled (the job may be unable to run there). Afterwards
-    every placed pair's received time and every type's clock advance by ``round_seconds``.
-    Jobs no longer listed are forgotten.
+    Where several optima exist, identical jobs (equal throughput rows and replicas) share
+    equally, the split the artifact's interior-point solver (ECOS) converges to; a vertex
+    solver would give one of them everything. Rounded to ``decimals`` (the artifact's 5) and
+    clipped to [0, 1]; deterministic. Raises ``ValueError`` on bad input.
+    """
+    thr, reps, cap = _validated(throughput, replicas, capacity)
+    num_jobs, num_types = thr.shape
+    x = np.zeros((num_jobs, num_types))
+    if num_jobs == 0 or not np.any(thr > 0):
+        return x
+    n_vars = num_jobs * num_types
+    jobs_idx = np.repeat(np.arange(num_jobs), num_types)
+    types_idx = np.tile(np.arange(num_types), num_jobs)
+    cols = np.arange(n_vars)
+    per_job = coo_array((np.ones(n_vars), (jobs_idx, cols)), shape=(num_jobs, n_vars))
+    per_type = coo_array((reps[jobs_idx], (types_idx, cols)), shape=(num_types, n_vars))
+    result = linprog(
+        c=-thr.ravel(),
+        A_ub=vstack([per_job, per_type]).tocsr(),
+        b_ub=np.concatenate([np.ones(num_jobs), cap]),
+        bounds=(0.0, 1.0),
+        method="highs",
+    )
+    if result.status != 0:
+        raise RuntimeError(f"max-sum-throughput LP failed: {result.message}")
+    x = _shared_by_identical_jobs(result.x.reshape(num_jobs, num_types), thr, reps)
+    return np.clip(np.round(x, decimals), 0.0, 1.0) + 0.0  # turn any -0.0 into 0.0
+
+
+def _shared_by_identical_jobs(
+    x: NDArray[np.float64], thr: NDArray[np.float64], reps: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``x`` averaged over each group of identical jobs: still feasible and optimal (the
+    programme is symmetric in them), and the same whatever order the jobs come in."""
+    keys = np.column_stack([thr, reps])
+    _, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.ravel()
+    sums = np.zeros((group.max() + 1, x.shape[1]))
+    np.add.at(sums, group, x)
+    return (sums / np.bincount(group)[:, None])[group]
+
+
+class RoundScheduler:
+    """Realises time fractions ``x`` round by round with Gavel's priorities, as the Sia
+    artifact keeps them (Sia SPEC 6.4; deterministic).
+
+    State: seconds received per (job, type) and a clock per type. A job seen for the first
+    time has received half a round on every type, and each type's clock grows by that half
+    round; afterwards a job placed on a type for a round adds the round to its received time
+    there and to that type's clock (so the clock is the service handed out on the type). Each
+    round, ``priority[j, t] = x[j, t] / (received[j, t] / clock[t])`` (0 where ``x`` is 0).
+    All (job, type) pairs are taken in order of priority, then ``x``, highest first, ties in
+    type order then job order; a job gets the type if it has no type yet this round and the
+    type still has ``replicas[j]`` free GPUs. Pairs with ``x == 0`` come last, so GPUs the
+    programme leaves idle go to jobs with no share, in type order then job order (pass
+    ``leftover=False`` to leave them idle). Jobs no longer listed are forgotten.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, leftover: bool = True) -> None:
+        self.leftover = leftover
         self._received: dict[str, NDArray[np.float64]] = {}
-        self._elapsed: NDArray[np.float64] | None = None
+        self._clock: NDArray[np.float64] | None = None
 
     def received(self, name: str) -> NDArray[np.float64]:
         """Seconds job ``name`` has received on each type (including the initial half round)."""
@@ -195,7 +253,8 @@ class RoundScheduler:
         capacity: Sequence[int],
         round_seconds: float,
     ) -> dict[str, int | None]:
-        """Type index for every job this round (``None``: not scheduled)."""
+        """Type index for every job this round (``None``: not scheduled); the scheduled jobs
+        come first, in the order they were placed."""
         frac = np.asarray(x, dtype=float)
         cap = np.asarray(capacity, dtype=np.int64)
         reps = np.asarray(replicas, dtype=np.int64)
@@ -213,34 +272,39 @@ class RoundScheduler:
             raise ValueError("replicas must be positive and capacity non-negative")
         if not round_seconds > 0:
             raise ValueError(f"round_seconds must be positive, got {round_seconds}")
-        if self._elapsed is None:
-            self._elapsed = np.full(cap.size, 0.5 * round_seconds)
-        elif self._elapsed.size != cap.size:
-            raise ValueError(f"number of GPU types changed from {self._elapsed.size} to {cap.size}")
-        self._received = {
-            name: self._received.get(name, np.full(cap.size, 0.5 * round_seconds)) for name in names
-        }
+        if self._clock is None:
+            self._clock = np.zeros(cap.size)
+        elif self._clock.size != cap.size:
+            raise ValueError(f"number of GPU types changed from {self._clock.size} to {cap.size}")
+        half = 0.5 * round_seconds
+        received = {}
+        for name in names:
+            if name not in self._received:
+                self._clock += half
+            received[name] = self._received.get(name, np.full(cap.size, half))
+        self._received = received
 
-        pairs: list[tuple[float, float, int, int]] = []
-        for j, name in enumerate(names):
-            got = self._received[name]
-            for t in range(cap.size):
+        entries: list[tuple[float, float, int, int]] = []
+        for t in range(cap.size):
+            for j, name in enumerate(names):
                 want = float(frac[j, t])
                 if want <= 0:
-                    continue
-                share = got[t] / self._elapsed[t]
-                priority = want / share if share > 0 else want * _NEW_PRIORITY
-                pairs.append((-priority, -want, j, t))
-        pairs.sort()
+                    priority = 0.0
+                else:
+                    share = float(received[name][t]) / float(self._clock[t])
+                    priority = want / share if share > 0 else want * _NEW_PRIORITY
+                entries.append((priority, want, t, j))
+        entries.sort(key=lambda e: (e[0], e[1]), reverse=True)  # stable: ties keep (t, j) order
 
         free = cap.copy()
-        placed: dict[str, int | None] = dict.fromkeys(names)
-        for _, _, j, t in pairs:
-            if placed[names[j]] is None and reps[j] <= free[t]:
+        placed: dict[str, int] = {}
+        for priority, _, t, j in entries:
+            if priority <= 0 and not self.leftover:
+                break
+            if names[j] not in placed and reps[j] <= free[t]:
                 placed[names[j]] = t
                 free[t] -= reps[j]
         for name, t in placed.items():
-            if t is not None:
-                self._received[name][t] += round_seconds
-        self._elapsed += round_seconds
-        return placed
+            received[name][t] += round_seconds
+            self._clock[t] += round_seconds
+        return {**placed, **{name: None for name in names if name not in placed}}

@@ -338,6 +338,17 @@ class MeasuredProfile(ApplicationProfile):
         values = np.array([memo[(*shape, b)] for b in sizes.tolist()]).reshape(-1, 2)[index]
         return values[..., 0].reshape(local_bsz.shape), values[..., 1].reshape(local_bsz.shape)
 
+    def max_local_bsz_at(self, placement: Placement) -> int:
+        """The largest per-GPU batch measured for ``placement`` (Sia SPEC 1.5): among its own
+        rows when it is listed, else among the scalability rows with at least its nodes and
+        GPUs; the application's ``max_local_bsz`` when neither has a row."""
+        key = canonical_placement(placement)
+        if key in self._by_placement:
+            return int(self._by_placement[key][0].max())
+        rows = self.scalability
+        wider = rows[(rows["num_nodes"] >= len(key)) & (rows["num_replicas"] >= sum(key))]
+        return int(wider["local_bsz"].max()) if len(wider) else self.limits.max_local_bsz
+
     def _scattered(self, points: NDArray) -> tuple[NDArray, NDArray]:
         linear, nearest = self._scattered_interpolators
         values = linear(points)
