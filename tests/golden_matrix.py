@@ -78,6 +78,11 @@ def inputs(name: str) -> tuple[pd.DataFrame, dict, ClusterSpec]:
         hetero = _first_of_each(ROOT / "traces" / "workloads" / "heterogeneous.csv", 1)
         typed = load_profiles(ROOT / "traces" / "profiles-sia")
         return hetero, typed, parse_cluster(ROOT / "configs" / "cluster-sia-default.yaml")
+    if name == "sia-busy":  # 30 typed jobs on 48 GPUs of three types: the policies' choices bind
+        busy = pd.read_csv(ROOT / "traces" / "workloads" / "heterogeneous.csv").iloc[:30]
+        typed = load_profiles(ROOT / "traces" / "profiles-sia")
+        groups = (NodeGroup(4, 4, "aws"), NodeGroup(2, 8, "dgx-ext"), NodeGroup(2, 8, "rtx"))
+        return busy, typed, ClusterSpec(groups)
     raise KeyError(name)
 
 
@@ -127,6 +132,10 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
     for setting in ("homogeneous", "sia-mix", "mixed-node-size"):
         for policy in POLICIES:
             out[f"{setting}/{policy}"] = run(setting, policy)
+    # Gavel as the Sia artifact runs it and its declared alternatives (issue 21).
+    out["sia-busy/gavel"] = run("sia-busy", "gavel")
+    for name, value in (("objective", "max_min_fairness"), ("leftover", False)):
+        out[f"sia-busy/gavel/{name}={value}"] = run("sia-busy", "gavel", params={name: value})
     for dynamics, config in DYNAMICS.items():
         for policy in ("tiresias", "goodput", "sia"):
             out[f"homogeneous/{policy}/{dynamics}"] = run("homogeneous", policy, config)

@@ -190,3 +190,24 @@ def test_largest_local_batch_per_placement(sia_reference):
     rows = dgx.scalability
     wide = rows[(rows["num_nodes"] >= 2) & (rows["num_replicas"] >= 16)]["local_bsz"].max()
     assert dgx.max_local_bsz_at((8, 8)) == wide
+
+
+def test_scaling_every_throughput_changes_no_share():
+    """Metamorphic: the programme's answer is invariant to one factor on every throughput (a
+    calibration factor common to all jobs changes nothing)."""
+    rng = np.random.default_rng(5)
+    thr, reps, cap = rng.uniform(0.5, 4, (9, 3)), rng.choice([1, 2, 4], 9), np.array([8, 4, 6])
+    x = max_sum_throughput_allocation(thr, reps, cap)
+    np.testing.assert_array_equal(max_sum_throughput_allocation(thr * 7.5, reps, cap), x)
+
+
+def test_job_names_do_not_matter():
+    """Metamorphic: renaming every job (order kept) changes no JCT, on a typed cluster with
+    identical jobs competing."""
+    workload = pd.read_csv(ROOT / "traces" / "workloads" / "heterogeneous.csv").iloc[:24]
+    profiles = load_profiles(ROOT / "traces" / "profiles-sia")
+    cluster = ROOT / "configs" / "cluster-sia-default.yaml"
+    first = api.run("gavel", workload, profiles, cluster)
+    renamed = workload.assign(name=[f"z{99 - k}-{n}" for k, n in enumerate(workload["name"])])
+    second = api.run("gavel", renamed, profiles, cluster)
+    np.testing.assert_array_equal(first.jobs["jct"].to_numpy(), second.jobs["jct"].to_numpy())
