@@ -227,7 +227,7 @@ class Simulation:
             )
         self._crash_streams = self._crash_setup()
         self._checkpointing = self._checkpoint_setup()
-        self._speeds: dict[str, Mapping[str, float]] = {}
+        self._speeds: dict[tuple[str, str], Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
         self._several_shapes = len({g.gpus_per_node for g in self.cluster.groups}) > 1
         # Event-driven rounds: the last decision stands until this time while no job arrives,
@@ -718,20 +718,29 @@ class Simulation:
             )
             if job.typed is not None and self.policy.needs_oracle
             else None,
-            type_speeds=self._type_speeds(job) if self.policy.type_aware else None,
+            type_speeds=self._type_speeds(job, "measurement") if self.policy.type_aware else None,
+            type_peak_speeds=self._type_speeds(job, "peak") if self.policy.type_aware else None,
             restart_delay=self._restart_delay(job),
             restarting=job.restart_remaining > 0,
         )
 
-    def _type_speeds(self, job: Job) -> Mapping[str, float] | None:
-        """One-GPU throughput of the job's application per GPU type (offline profiling), as a
-        read-only mapping: one per application and run, keyed by the cluster's types."""
+    def _type_speeds(self, job: Job, reading: str) -> Mapping[str, float] | None:
+        """One-GPU throughput of the job's application per GPU type (offline profiling), read
+        one way (``measurement`` or ``peak``, see :class:`~goodput_sim.profiles.TypedProfile`),
+        as a read-only mapping: one per application, reading and run, keyed by the cluster's
+        types."""
         if job.typed is None:
             return None
-        cached = self._speeds.get(job.spec.application)
+        key = (job.spec.application, reading)
+        cached = self._speeds.get(key)
         if cached is None:
-            speeds = {t: job.typed.single_gpu_throughput(t) for t in self.cluster.type_order}
-            cached = self._speeds[job.spec.application] = MappingProxyType(speeds)
+            read = (
+                job.typed.single_gpu_throughput
+                if reading == "measurement"
+                else job.typed.peak_single_gpu_throughput
+            )
+            speeds = {t: read(t) for t in self.cluster.type_order}
+            cached = self._speeds[key] = MappingProxyType(speeds)
         return cached
 
     def _frozen(self, profile: ApplicationProfile) -> FrozenProfile:

@@ -37,6 +37,12 @@ MATRIX_FILE = Path(__file__).parent / "data" / "golden_matrix.json"
 POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput", "goodput-ga", "sia", "gavel")
 AGENTS = ("fixed", "goodput", "throughput", "critical-batch", "tail-weighted")
 PARAMS = {"goodput-ga": {"population": 10, "generations": 5}}  # seconds, not minutes, per run
+SIA_TODAY = {  # sia's alternatives to the reference's modelling choices (issue 21)
+    "price_batch": "application",
+    "round_values": False,
+    "restart_penalties": "application",
+    "speed_ratio": "measurement",
+}
 
 
 def _first_of_each(path: Path, per_app: int) -> pd.DataFrame:
@@ -134,6 +140,8 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
             out[f"{setting}/{policy}"] = run(setting, policy)
     # Gavel as the Sia artifact runs it and its declared alternatives (issue 21).
     out["sia-busy/gavel"] = run("sia-busy", "gavel")
+    out["sia-busy/sia"] = run("sia-busy", "sia")  # the Sia reference's choices, and today's
+    out["sia-busy/sia/today"] = run("sia-busy", "sia", params=SIA_TODAY)
     for name, value in (("objective", "max_min_fairness"), ("leftover", False)):
         out[f"sia-busy/gavel/{name}={value}"] = run("sia-busy", "gavel", params={name: value})
     for dynamics, config in DYNAMICS.items():

@@ -52,6 +52,7 @@ class JobView:
     type_beliefs: Mapping[str, BeliefView] | None = None
     type_truths: Mapping[str, ApplicationProfile] | None = None
     type_speeds: Mapping[str, float] | None = None  # one-GPU examples/s per type (profiled)
+    type_peak_speeds: Mapping[str, float] | None = None  # the same, Sia's max-over-max reading
     restart_delay: float = 30.0  # seconds a restart of this job costs
     restarting: bool = False  # still inside its restart delay
 

@@ -10,8 +10,11 @@ Every round (Sia SPEC 4):
    by the ratio of the application's one-GPU throughputs on the two types (measured offline).
    A new job values one GPU of any type at 1 and nothing else.
 3. Each row is normalised by its smallest useful entry; every entry but the current
-   configuration is multiplied by the job's restart factor; values are raised to the fairness
-   power ``p`` (< 0: smaller is better) and clipped.
+   configuration is multiplied by the job's restart factor (with the reference's per-name
+   restart penalties); values are raised to the fairness power ``p`` (< 0: smaller is better),
+   rounded to 2 decimals and clipped. Goodputs are priced up to the job's requested batch, and
+   the one-GPU ratio is the reference's largest batch over slowest step (SPEC 4.1, 4.4, 4.5,
+   4.11: the reference's choices; params name the alternatives).
 4. The integer program (:mod:`~goodput_sim.policies.sia_milp`) picks at most one configuration
    per job, within every type's GPUs, minimising sum(A x) + lambda_n (jobs left without GPUs).
    Jobs still in their restart delay keep their configuration.
@@ -24,6 +27,7 @@ Decisions on the reference's quirks (Sia SPEC 10) are listed in the README.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +85,33 @@ class Sia(Policy):
         Param("lambda_n", float, 1.1, "value of giving a job any GPUs", 0.0, 1000.0),
         Param("restart_penalty", bool, True, "discount moves by the restart factor"),
         Param("max_nodes", int, 16, "most nodes one job may span", 1, 100_000),
+        # The Sia reference's modelling choices are the defaults; each has a named alternative
+        # (README, "Decisions on the reference's quirks").
+        Param(
+            "price_batch",
+            str,
+            "requested",
+            "largest batch the policy prices: the job's requested (CSV) batch, as the reference "
+            "(SPEC 4.11), or the application's largest",
+            choices=("requested", "application"),
+        ),
+        Param("round_values", bool, True, "round A = G^p to 2 decimals, as the reference (4.5)"),
+        Param(
+            "restart_penalties",
+            str,
+            "reference",
+            "restart factor's delay: the reference's table by job name (4.4) or each "
+            "application's true restart delay",
+            choices=("reference", "application"),
+        ),
+        Param(
+            "speed_ratio",
+            str,
+            "peak",
+            "one-GPU factor for untried types: largest batch over slowest step among one-GPU "
+            "measurements, as the reference (4.1), or one measurement",
+            choices=("peak", "measurement"),
+        ),
     )
 
     def __init__(self, seed: int = 0, **values):
@@ -153,23 +184,31 @@ class Sia(Policy):
                 row[mine[gpus == 1]] = 1.0
             return row
         source = known[0]
-        speeds = job.type_speeds or {}
+        peak = self.values["speed_ratio"] == "peak"
+        speeds = (job.type_peak_speeds if peak else job.type_speeds) or {}
+        cap = job.requested_batch if self.values["price_batch"] == "requested" else None
         for gpu_type, (mine, nodes, gpus) in shapes.items():
             if gpu_type in known:
-                row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus)
+                row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus, cap)
             else:  # projected from the source type (Sia's bootstrap rule)
                 nodes = on_type[source].packed_node_counts(gpus)
                 ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
-                row[mine] = self._goodputs(job.name, source, beliefs[source], nodes, gpus) * ratio
+                found = self._goodputs(job.name, source, beliefs[source], nodes, gpus, cap)
+                row[mine] = found * ratio
         smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0
         return np.maximum(row / smallest, EPSILON)
 
-    def _goodputs(self, name: str, gpu_type: str, belief, nodes: NDArray, gpus: NDArray):
-        """The belief's best goodputs at these shapes, kept per (job, type, shapes) and valid
-        while the belief's goodput model (every value they are computed from) is equal (a
-        type's own shapes and those projected from it are kept apart)."""
+    def _goodputs(
+        self, name: str, gpu_type: str, belief, nodes: NDArray, gpus: NDArray, cap: int | None
+    ):
+        """The belief's best goodputs at these shapes, over batches up to ``cap`` (None: the
+        application's largest), kept per (job, type, shapes) and valid while the goodput model
+        priced (every value they are computed from, the cap included) is equal (a type's own
+        shapes and those projected from it are kept apart)."""
         key = (name, gpu_type, tuple(nodes), tuple(gpus))
         model = belief.goodput_model
+        if cap is not None:
+            model = dataclasses.replace(model, max_batch_size=cap)
         cached = self._models.get(key)
         if cached is None or cached[0] != model:
             values = np.array(model.optimize(nodes, gpus, True).goodput, dtype=float)
@@ -194,13 +233,36 @@ class Sia(Policy):
                 previous = self._previous.get(job.name)
                 if previous is None or not job.replicas:
                     continue
-                factor = restart_factor(job.age, job.num_restarts, job.restart_delay, grace=True)
+                delay = (
+                    reference_restart_penalty(job.name)
+                    if self.values["restart_penalties"] == "reference"
+                    else job.restart_delay
+                )
+                factor = restart_factor(job.age, job.num_restarts, delay, grace=True)
                 keep = goodput[i, index[previous]] if previous in index else None
                 goodput[i] *= factor
                 if keep is not None:
                     goodput[i, index[previous]] = keep
         goodput = np.maximum(goodput, EPSILON)
-        return np.minimum(goodput ** self.values["p"], CLIP)
+        values = goodput ** self.values["p"]
+        if self.values["round_values"]:
+            values = np.round(values, 2)
+        return np.minimum(values, CLIP)
+
+
+REFERENCE_RESTART_PENALTIES = (  # Sia SPEC 4.4: seconds, by a substring of the job's name
+    ("deepspeech", 25.0),
+    ("imagenet", 250.0),
+    ("cifar", 30.0),
+    ("bert", 120.0),
+    ("yolov3", 45.0),
+)
+
+
+def reference_restart_penalty(name: str) -> float:
+    """The restart delay the Sia reference's policy assumes for a job, from its name (30 s
+    for names it does not know); it differs from the true delay for cifar10, yolov3 and ncf."""
+    return next((s for key, s in REFERENCE_RESTART_PENALTIES if key in name), 30.0)
 
 
 def _shapes(configs: list[Config]) -> dict[str, tuple[NDArray, NDArray, NDArray]]:

@@ -108,6 +108,19 @@ class TypedProfile(ApplicationProfile):
         step, _ = profile.step_sync((1,), np.array([batch]))
         return batch / float(step[0])
 
+    def peak_single_gpu_throughput(self, gpu_type: str) -> float:
+        """The Sia reference's reading of the same factor (SPEC 4.1): the largest per-GPU batch
+        among ``gpu_type``'s one-GPU measurements over the largest step time among them (the
+        two need not come from one measurement). Profiles without measurements (fitted ones)
+        give :meth:`single_gpu_throughput`."""
+        profile = self.for_type(gpu_type)
+        rows = getattr(profile, "placements", None)
+        if rows is not None and "key" in rows:
+            mine = rows[rows["key"] == (1,)]
+            if len(mine):
+                return float(mine["local_bsz"].max()) / float(mine["step_time"].max())
+        return self.single_gpu_throughput(gpu_type)
+
 
 def as_typed(profile: ApplicationProfile, gpu_type: str) -> TypedProfile:
     """``profile`` as a :class:`TypedProfile`: itself if typed, else the same ground truth on

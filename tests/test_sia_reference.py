@@ -1,0 +1,110 @@
+"""The Sia reference's modelling choices, the sia policy's defaults (Sia SPEC 4.1, 4.4, 4.5,
+4.11), each beside its named alternative, and job-by-job agreement with the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from goodput_sim import api
+from goodput_sim.models.goodput import GoodputModel
+from goodput_sim.models.throughput import ThroughputParams
+from goodput_sim.policies import get_policy
+from goodput_sim.policies.sia import Sia, reference_restart_penalty
+from goodput_sim.profiles import load_profiles
+
+ROOT = Path(__file__).resolve().parents[1]
+SIA = ROOT.parent / "shared" / "reference" / "sia-sosp23"
+TYPES = ("aws", "dgx-ext", "rtx", "quad", "azure", "dgx")
+X1 = {  # Sia SPEC 4.1's table: largest one-GPU batch over slowest one-GPU step, samples/s
+    "bert": (13.0, 140.4, 26.9, 37.4, 41.6, 73.8),
+    "cifar10": (1458.5, 10062.6, 3306.3, 3740.1, 4714.7, 8529.3),
+    "deepspeech2": (31.5, 77.5, 52.5, 48.7, 71.8, 53.4),
+    "imagenet": (216.6, 1034.0, 395.2, 414.9, 673.2, 737.0),
+    "yolov3": (27.9, 56.7, 11.7, 50.6, 42.5, 24.3),
+}
+
+
+@pytest.fixture(scope="module")
+def sia_reference() -> Path:
+    if not (SIA / "traces").is_dir():
+        pytest.skip(f"Sia reference data not found at {SIA}")
+    return SIA
+
+
+def test_peak_one_gpu_throughputs_are_the_spec_table(sia_reference):
+    profiles = load_profiles(sia_reference / "traces")
+    for app, values in X1.items():
+        got = [profiles[app].peak_single_gpu_throughput(t) for t in TYPES]
+        np.testing.assert_allclose(got, values, atol=0.051, err_msg=app)
+    yolo = profiles["yolov3"]  # the two readings differ most here (SPEC 4.1's quirk)
+    assert yolo.single_gpu_throughput("dgx-ext") / yolo.peak_single_gpu_throughput(
+        "dgx-ext"
+    ) == pytest.approx(1.44, abs=0.01)
+
+
+def test_reference_restart_penalties_by_name():
+    table = {"deepspeech2-3": 25, "imagenet-1": 250, "cifar10-0": 30, "bert-9": 120}
+    table |= {"yolov3-2": 45, "ncf-4": 30, "gpt_pmp-1": 30}
+    assert {name: reference_restart_penalty(name) for name in table} == table
+
+
+def test_values_rounded_to_two_decimals_then_clipped():
+    sia, exact = Sia(), Sia(round_values=False)
+    goodput = np.array([[1.0, 3.0, 4.0, 1e-4, 50000.0]])
+    np.testing.assert_array_equal(sia._values([], [], goodput.copy(), {}), [[1, 0.58, 0.5, 100, 0]])
+    np.testing.assert_allclose(
+        exact._values([], [], goodput.copy(), {}), [[1, 3**-0.5, 0.5, 100, 50000**-0.5]]
+    )
+
+
+def _model(max_batch: int) -> GoodputModel:
+    params = ThroughputParams(0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.5)
+    return GoodputModel(params, 128, max_batch, 32, 1024, 1.0, 50.0)
+
+
+class _Belief:
+    def __init__(self, model):
+        self.goodput_model = model
+
+
+def test_pricing_stops_at_the_requested_batch():
+    """SPEC 4.11: the policy's goodput search ends at the job's CSV batch; when even the
+    smallest per-GPU batch on all GPUs exceeds it, that smallest total is the one candidate.
+    The cache keeps the two prices apart."""
+    sia, belief = Sia(), _Belief(_model(4096))
+    nodes, gpus = np.array([1, 1, 2]), np.array([1, 4, 16])
+    capped = sia._goodputs("j", "aws", belief, nodes, gpus, 256)
+    free = sia._goodputs("j", "aws", belief, nodes, gpus, None)
+    assert np.all(capped <= free + 1e-12) and np.any(capped < free)
+    alone = _model(4096).optimize(nodes, gpus)
+    only = _model(256).optimize(nodes, gpus)
+    np.testing.assert_allclose(capped, only.goodput)
+    assert alone.goodput[2] > 0 and capped[2] > 0  # 16 x 32 > 256: priced at 512 only
+
+
+def test_named_alternatives_are_declared():
+    policy = get_policy("sia")
+    described = policy.describe()
+    assert described["price_batch"] == "requested" and described["round_values"] is True
+    assert described["restart_penalties"] == "reference" and described["speed_ratio"] == "peak"
+    for key, value in (("price_batch", "application"), ("speed_ratio", "measurement")):
+        assert get_policy("sia", params={key: value}).values[key] == value
+
+
+def test_sia_matches_the_reference_on_average(sia_reference):
+    """Philly workload-1 on the default mix against the unmodified reference: average JCT
+    within 2% (measured 1.017; the per-job median error, 10.9%, is reported by make validate)."""
+    reference = pd.read_csv(sia_reference / "results" / "sia-philly-workload-1.csv")
+    result = api.run(
+        "sia",
+        sia_reference / "workloads" / "philly" / "workload-1.csv",
+        profiles=sia_reference / "traces",
+        cluster=ROOT / "configs" / "cluster-sia-default.yaml",
+    )
+    both = reference.merge(result.jobs, on="name", suffixes=("_ref", ""))
+    assert len(both) == 160
+    assert both["jct"].mean() / both["jct_ref"].mean() == pytest.approx(1.0, abs=0.02)
