@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from goodput_sim.api import run
 
 WORKLOAD = "workloads/workload-6.csv"
@@ -125,3 +128,94 @@ def check_heterogeneous(reference: Path, workers: int = 2) -> list[Heterogeneous
             homogeneous_gap <= 0.10,
         ),
     ]
+
+
+@dataclass(frozen=True)
+class JobLevelBar:
+    """One run compared job by job with the Sia reference's per-job results
+    (``results/<file>``): average JCT within ``avg_tolerance``, and either the median per-job
+    |ratio - 1| at most ``median_error`` or at least ``within_share`` of jobs within 10%."""
+
+    policy: str
+    workload: str
+    results: str
+    avg_tolerance: float
+    median_error: float | None = None
+    within_share: float | None = None
+
+
+JOB_LEVEL_BARS = (
+    JobLevelBar("sia", "workload-1", "sia-philly-workload-1.csv", 0.02, median_error=0.10),
+    JobLevelBar("gavel", "workload-1", "gavel-philly-workload-1.csv", 0.05, within_share=0.70),
+    JobLevelBar("gavel", "workload-2", "gavel-philly-workload-2.csv", 0.05, within_share=0.70),
+)
+
+
+@dataclass(frozen=True)
+class JobLevelResult:
+    bar: JobLevelBar
+    avg_ratio: float
+    median_error: float
+    within_share: float
+    correlation: float
+
+    @property
+    def passed(self) -> bool:
+        bar = self.bar
+        return (
+            abs(self.avg_ratio - 1) <= bar.avg_tolerance
+            and (bar.median_error is None or self.median_error <= bar.median_error)
+            and (bar.within_share is None or self.within_share >= bar.within_share)
+        )
+
+    @property
+    def detail(self) -> str:
+        bar = self.bar
+        wanted = [f"avg within {bar.avg_tolerance:.0%}"]
+        if bar.median_error is not None:
+            wanted.append(f"median |r-1| <= {bar.median_error:.0%}")
+        if bar.within_share is not None:
+            wanted.append(f">= {bar.within_share:.0%} of jobs within 10%")
+        return (
+            f"avg ratio {self.avg_ratio:.3f}, median |r-1| {self.median_error:.1%}, "
+            f"{self.within_share:.0%} of jobs within 10%, corr {self.correlation:.3f} "
+            f"({'; '.join(wanted)})"
+        )
+
+
+def compare_jobs(ours: pd.DataFrame, reference: pd.DataFrame, bar: JobLevelBar) -> JobLevelResult:
+    """Pair jobs by name (every reference job must have finished here, and no other job may
+    appear) and compare their JCTs."""
+    missing = sorted(set(reference["name"]) - set(ours["name"]))
+    extra = sorted(set(ours["name"]) - set(reference["name"]))
+    if missing or extra:
+        raise ValueError(
+            f"{bar.policy} on {bar.workload}: jobs missing here {missing[:5]}, "
+            f"jobs not in the reference {extra[:5]}"
+        )
+    both = reference.merge(ours, on="name", suffixes=("_ref", ""))
+    ratio = both["jct"] / both["jct_ref"]
+    return JobLevelResult(
+        bar,
+        float(both["jct"].mean() / both["jct_ref"].mean()),
+        float(np.median(np.abs(ratio - 1))),
+        float((np.abs(ratio - 1) <= 0.10).mean()),
+        float(np.corrcoef(both["jct"], both["jct_ref"])[0, 1]),
+    )
+
+
+def check_job_level(reference: Path) -> list[JobLevelResult]:
+    """Every :data:`JOB_LEVEL_BARS` run whose per-job results the Sia folder holds."""
+    out = []
+    for bar in JOB_LEVEL_BARS:
+        results = reference / "results" / bar.results
+        if not results.is_file():
+            continue
+        run_result = run(
+            bar.policy,
+            reference / "workloads" / "philly" / f"{bar.workload}.csv",
+            reference / "traces",
+            SIA_DEFAULT_MIX,
+        )
+        out.append(compare_jobs(run_result.jobs, pd.read_csv(results), bar))
+    return out

@@ -210,16 +210,22 @@ def test_sia_goodputs_follow_the_belief_model():
     get their own goodputs: the cache is checked against the model, not a counter."""
     nodes, gpus = np.array([1, 1, 2]), np.array([1, 4, 8])
     cases = [
-        (belief_view(), nodes, gpus),
-        (belief_view(OTHER_PARAMS), nodes, gpus),  # same version and fits, other parameters
-        (belief_view(sqr=2.0, var=1.0), nodes, gpus),  # gradient statistics
-        (belief_view(), nodes, np.array([1, 2, 8])),  # the shapes
+        (belief_view(), nodes, gpus, None),
+        (belief_view(OTHER_PARAMS), nodes, gpus, None),  # same version and fits, other params
+        (belief_view(sqr=2.0, var=1.0), nodes, gpus, None),  # gradient statistics
+        (belief_view(), nodes, np.array([1, 2, 8]), None),  # the shapes
+        (belief_view(sqr=1.0, var=1000.0), nodes, gpus, None),  # noisy: large batches pay
+        (belief_view(sqr=1.0, var=1000.0), nodes, gpus, "M0"),  # the batch priced up to
     ]
     policy = Sia()
     values = []
-    for belief, n, g in cases:
-        got = policy._goodputs("job", "aws", belief, n, g)
-        assert np.array_equal(got, belief.goodput_model.optimize(n, g, True).goodput)
+    for belief, n, g, cap in cases:
+        cap = belief.goodput_model.init_batch_size if cap == "M0" else cap
+        got = policy._goodputs("job", "aws", belief, n, g, cap)
+        model = belief.goodput_model
+        if cap is not None:
+            model = dataclasses.replace(model, max_batch_size=cap)
+        assert np.array_equal(got, model.optimize(n, g, True).goodput)
         assert not got.flags.writeable
         values.append(got.tobytes())
     assert len(set(values)) == len(values)
@@ -365,8 +371,10 @@ def test_a_plan_is_remade_when_what_it_depends_on_changes(typed):
     changes = [
         lambda: setattr(job, "slowdown", 0.25),  # interference
         lambda: sim._ensure_plan(job, {"batch": 256}),  # a policy hint
-        lambda: job.type_beliefs["aws"].observe(1, 2, 256.0, 0.2, 0.05)
-        or job.type_beliefs["aws"].refresh(),  # a refit of what the agent reads
+        lambda: (
+            job.type_beliefs["aws"].observe(1, 2, 256.0, 0.2, 0.05)
+            or job.type_beliefs["aws"].refresh()
+        ),  # a refit of what the agent reads
     ]
     for change in changes:
         change()
@@ -383,13 +391,15 @@ def test_type_speeds_and_truth_views_are_per_application_and_run(typed):
     first = Simulation(JOBS, typed, get_policy("gavel"), TYPED)
     second = Simulation(JOBS, typed, get_policy("gavel"), TYPED)
     cifar, yolo = first.jobs[0], first.jobs[3]
-    speeds = first._type_speeds(cifar)
-    assert first._type_speeds(cifar) is speeds
-    assert first._type_speeds(yolo) != speeds
+    speeds = first._type_speeds(cifar, "measurement")
+    assert first._type_speeds(cifar, "measurement") is speeds
+    assert first._type_speeds(yolo, "measurement") != speeds
     assert speeds == {t: typed["cifar10"].single_gpu_throughput(t) for t in TYPED.type_order}
+    peak = first._type_speeds(cifar, "peak")  # the other reading is kept apart
+    assert peak == {t: typed["cifar10"].peak_single_gpu_throughput(t) for t in TYPED.type_order}
     with pytest.raises(TypeError):
         speeds["aws"] = 1.0
-    assert second._type_speeds(second.jobs[0]) is not speeds
+    assert second._type_speeds(second.jobs[0], "measurement") is not speeds
     assert first._frozen(cifar.profile) is first._frozen(cifar.profile)
     assert first._frozen(yolo.profile)._profile is yolo.profile
     assert second._frozen(cifar.profile) is not first._frozen(cifar.profile)

@@ -476,13 +476,22 @@ def policies_cmd(fmt: str) -> None:
 def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
     """Fidelity checks: workload-6 average JCTs against the Pollux artifact's results, and
     the heterogeneous checks on the Sia artifact's Philly workloads."""
-    from goodput_sim.validate import WORKLOAD, check_fidelity, check_heterogeneous
+    from goodput_sim.validate import (
+        WORKLOAD,
+        check_fidelity,
+        check_heterogeneous,
+        check_job_level,
+    )
 
     failed = 0
     if sia_reference is not None and (sia_reference / "workloads" / "philly").is_dir():
         for check in check_heterogeneous(sia_reference):
             click.echo(f"{'PASS' if check.passed else 'FAIL'}  {check.name}: {check.detail}")
             failed += not check.passed
+        for result in check_job_level(sia_reference):
+            name = f"{result.bar.policy} on philly {result.bar.workload}, job by job"
+            click.echo(f"{'PASS' if result.passed else 'FAIL'}  {name}: {result.detail}")
+            failed += not result.passed
     elif sia_reference is not None:
         click.echo(f"validate: heterogeneous checks SKIPPED - no Sia data at {sia_reference}")
 
