@@ -204,18 +204,21 @@ def compare_jobs(ours: pd.DataFrame, reference: pd.DataFrame, bar: JobLevelBar) 
     )
 
 
+def run_job_level(bar: JobLevelBar, reference: Path) -> JobLevelResult:
+    """``bar``'s run on the Sia folder's default mix, compared with its per-job results."""
+    result = run(
+        bar.policy,
+        reference / "workloads" / "philly" / f"{bar.workload}.csv",
+        reference / "traces",
+        SIA_DEFAULT_MIX,
+    )
+    return compare_jobs(result.jobs, pd.read_csv(reference / "results" / bar.results), bar)
+
+
 def check_job_level(reference: Path) -> list[JobLevelResult]:
     """Every :data:`JOB_LEVEL_BARS` run whose per-job results the Sia folder holds."""
-    out = []
-    for bar in JOB_LEVEL_BARS:
-        results = reference / "results" / bar.results
-        if not results.is_file():
-            continue
-        run_result = run(
-            bar.policy,
-            reference / "workloads" / "philly" / f"{bar.workload}.csv",
-            reference / "traces",
-            SIA_DEFAULT_MIX,
-        )
-        out.append(compare_jobs(run_result.jobs, pd.read_csv(results), bar))
-    return out
+    return [
+        run_job_level(bar, reference)
+        for bar in JOB_LEVEL_BARS
+        if (reference / "results" / bar.results).is_file()
+    ]

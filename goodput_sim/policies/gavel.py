@@ -64,7 +64,7 @@ class Gavel(Policy):
         super().__init__(seed, **values)
         self._rounds = RoundScheduler(self.values["leftover"])
         self._next: float | None = None  # when the next Gavel round starts
-        self._speeds: dict[tuple, float] = {}  # per (true profile, batch, placement, type size)
+        self._speeds: dict[tuple, float] = {}  # per (true profile, batch, placement)
         self._workers: dict[str, tuple[Worker, ...]] = {}  # each job's GPUs, in assigned order
 
     def allocate(self, snapshot: Snapshot) -> Decision:

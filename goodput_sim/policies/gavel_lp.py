@@ -98,6 +98,19 @@ def _reference(
     return (eff @ (cap / total)) * share
 
 
+def _share_rows(reps: NDArray[np.float64], num_types: int) -> tuple[coo_array, coo_array]:
+    """The two constraint blocks both programmes share, over ``x`` flattened row-major
+    (``j * num_types + t``): each job's total fraction, and each type's GPUs in use."""
+    num_jobs = reps.size
+    n_vars = num_jobs * num_types
+    jobs_idx = np.repeat(np.arange(num_jobs), num_types)
+    types_idx = np.tile(np.arange(num_types), num_jobs)
+    cols = np.arange(n_vars)
+    per_job = coo_array((np.ones(n_vars), (jobs_idx, cols)), shape=(num_jobs, n_vars))
+    per_type = coo_array((reps[jobs_idx], (types_idx, cols)), shape=(num_types, n_vars))
+    return per_job, per_type
+
+
 def max_min_fair_allocation(
     throughput: ArrayLike, replicas: ArrayLike, capacity: ArrayLike
 ) -> NDArray[np.float64]:
@@ -122,11 +135,7 @@ def max_min_fair_allocation(
     gain = np.zeros_like(eff)
     gain[active] = eff[active] / ref[active, None]
     n_vars = num_jobs * num_types
-    jobs_idx = np.repeat(np.arange(num_jobs), num_types)
-    types_idx = np.tile(np.arange(num_types), num_jobs)
-    cols = np.arange(n_vars)
-    per_job = coo_array((np.ones(n_vars), (jobs_idx, cols)), shape=(num_jobs, n_vars))
-    per_type = coo_array((reps[jobs_idx], (types_idx, cols)), shape=(num_types, n_vars))
+    per_job, per_type = _share_rows(reps, num_types)
     fair = _fair_rows(gain, active)
     limits = np.concatenate([np.ones(num_jobs), cap])
     bounds = [(0.0, 1.0 if usable else 0.0) for usable in eff.ravel() > 0]
@@ -188,12 +197,7 @@ def max_sum_throughput_allocation(
     x = np.zeros((num_jobs, num_types))
     if num_jobs == 0 or not np.any(thr > 0):
         return x
-    n_vars = num_jobs * num_types
-    jobs_idx = np.repeat(np.arange(num_jobs), num_types)
-    types_idx = np.tile(np.arange(num_types), num_jobs)
-    cols = np.arange(n_vars)
-    per_job = coo_array((np.ones(n_vars), (jobs_idx, cols)), shape=(num_jobs, n_vars))
-    per_type = coo_array((reps[jobs_idx], (types_idx, cols)), shape=(num_types, n_vars))
+    per_job, per_type = _share_rows(reps, num_types)
     result = linprog(
         c=-thr.ravel(),
         A_ub=vstack([per_job, per_type]).tocsr(),
