@@ -312,7 +312,8 @@ def write_run(
     extra: Mapping[str, Any] | None = None,
     figure: bool = True,
 ) -> Path:
-    """A results folder: jobs.csv, rounds.csv, manifest.json and (with ``figure``) jct_cdf.png.
+    """A results folder: jobs.csv, rounds.csv, fairness.csv (finish-time fairness per job),
+    manifest.json and (with ``figure``) jct_cdf.png.
 
     ``hashes`` (``input_hashes(inputs)``) and ``summary`` (``summarize`` of the jobs) are
     computed unless given, so runs on the same inputs can share them. ``params`` are the
@@ -323,6 +324,8 @@ def write_run(
     out.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(out / "jobs.csv", index=False, float_format="%.6f")
     result.rounds.to_csv(out / "rounds.csv", index=False)
+    if result.fairness is not None:
+        result.fairness.to_csv(out / "fairness.csv", index=False, float_format="%.6f")
     if hashes is None:
         hashes = input_hashes(inputs)
     if summary is None:

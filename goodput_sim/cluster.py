@@ -316,17 +316,46 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping with nodes and gpus_per_node, or groups")
     if "groups" in data:
-        extra = set(data) - {"groups", "domains"}
+        extra = set(data) - {"groups", "domains", "scale"}
         if extra:
             raise InputError(path, f"unknown field(s) {sorted(extra)} beside groups")
         entries = data["groups"]
         if not isinstance(entries, list) or not entries:
             raise InputError(path, "must be a non-empty list of node groups", where="field groups")
         groups = [_checked_group(e, path, f"groups[{k}].") for k, e in enumerate(entries)]
+        groups = _scaled(groups, data.get("scale", 1), path)
     else:
         groups = [_checked_group(data, path, "")]
     domains = _checked_domains(data.get("domains", {}) if "groups" in data else {}, path, groups)
     return ClusterSpec(tuple(groups), source=str(path), domains=domains)
+
+
+def _scaled(groups: list[NodeGroup], scale: object, path: Path) -> list[NodeGroup]:
+    """Every group with ``scale`` times its nodes (the Sia artifact's ``--cluster_scale``, for
+    its ``scale_Kx`` workloads), autoscaling bounds included."""
+    if isinstance(scale, bool) or not isinstance(scale, int) or not 1 <= scale <= 1000:
+        raise InputError(
+            path, f"must be an integer in [1, 1000], found {scale!r}", where="field scale"
+        )
+    if scale == 1:
+        return groups
+    out = []
+    for k, g in enumerate(groups):
+        if g.nodes * scale > _MAX_NODES:
+            raise InputError(
+                path,
+                f"{g.nodes} nodes x scale {scale} exceeds {_MAX_NODES} nodes",
+                where=f"field groups[{k}].nodes",
+            )
+        out.append(
+            replace(
+                g,
+                nodes=g.nodes * scale,
+                min_nodes=None if g.min_nodes is None else g.min_nodes * scale,
+                max_nodes=None if g.max_nodes is None else g.max_nodes * scale,
+            )
+        )
+    return out
 
 
 def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:

@@ -24,6 +24,7 @@ autoscaling (``dynamics``), and the output tables and round observers (``recordi
 
 from __future__ import annotations
 
+import functools
 import time as wallclock
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -42,9 +43,10 @@ from goodput_sim.autoscale import AutoscaleConfig, pool_groups
 from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
 from goodput_sim.failures import Failure, FailureModel
+from goodput_sim.fairness import IsolatedTimes, fairness_table
 from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.models.goodput import fixed_batch_config
-from goodput_sim.models.limits import Limits
+from goodput_sim.models.limits import Limits, for_category
 from goodput_sim.models.lr import LRSchedule, schedule_for
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
@@ -63,6 +65,7 @@ from goodput_sim.sim.progress import (
 )
 from goodput_sim.sim.recording import gpu_hours_by_type, jobs_table, round_record, round_row
 from goodput_sim.spec import check_config
+from goodput_sim.workload import job_category
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -116,6 +119,22 @@ class SimResult:
     policy_seconds: list[float] = field(default_factory=list)
     stopped: str | None = None  # why a run ended before every job finished, if a guard did
     cluster_summary: dict = field(default_factory=dict)  # node-hours, failures, cost
+    # Finish-time fairness per job (goodput_sim.fairness), computed when first read: most runs
+    # in tests and sweeps read it once, through the summary, and many never do.
+    fairness_source: Callable[[], pd.DataFrame | None] | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def fairness(self) -> pd.DataFrame | None:
+        """Each job's rho (None where the run's progress model has no isolated time)."""
+        return None if self.fairness_source is None else self.fairness_source()
+
+    def __getstate__(self) -> dict:
+        """Pickled (sent back from a worker process) with the fairness table computed, not
+        the profiles and closures it is computed from."""
+        state = dict(self.__dict__)
+        state["fairness"] = self.fairness
+        state["fairness_source"] = None
+        return state
 
 
 class Simulation:
@@ -161,26 +180,31 @@ class Simulation:
             }
             for app, truth in truths.items()
         }
-        self._limits: dict[tuple[str, str | None], Limits] = {}
-        limits = {app: self._agent_limits(app, None, truth) for app, truth in truths.items()}
+        self._limits: dict[tuple, Limits] = {}
+        has_categories = "category" in workload.columns
+        specs = [
+            JobSpec(
+                str(r.name),
+                str(r.application),
+                float(r.time),
+                int(r.num_replicas),
+                int(r.batch_size),
+                job_category(r.category) if has_categories else "adaptive",
+            )
+            for r in workload.itertuples(index=False)
+        ]
         self.jobs = [
             Job(
-                JobSpec(
-                    str(r.name),
-                    str(r.application),
-                    float(r.time),
-                    int(r.num_replicas),
-                    int(r.batch_size),
-                ),
-                truths[r.application],
+                spec,
+                truths[spec.application],
                 JobBelief(
-                    limits[r.application],
-                    oracle_params.get(r.application),
+                    self._agent_limits(spec, None, truths[spec.application]),
+                    oracle_params.get(spec.application),
                     self.fit_memo,
                 ),
                 self.cluster.nodes,
             )
-            for r in workload.itertuples(index=False)
+            for spec in specs
         ]
         self.typed = self.cluster.mixed or any(
             isinstance(profiles[a], TypedProfile) for a in set(workload["application"])
@@ -191,10 +215,9 @@ class Simulation:
             typed = {app: as_typed(profiles[app], home) for app in truths}
             for job in self.jobs:
                 job.typed = typed[job.spec.application]
-                app = job.spec.application
                 job.type_beliefs = {
                     t: JobBelief(
-                        self._agent_limits(app, t, job.typed.for_type(t)), None, self.fit_memo
+                        self._agent_limits(job.spec, t, job.typed.for_type(t)), None, self.fit_memo
                     )
                     for t in self.cluster.type_order
                 }
@@ -288,8 +311,10 @@ class Simulation:
         # costs far more CPU than it saves (scipy's interpolators on first use, fits).
         with threadpool_limits(limits=1, user_api="blas"):
             run_clock(self.env, arrivals, self._on_arrival, self._round)
+        jobs = jobs_table(self.jobs, self.typed, self.objectives, self._counters())
         return SimResult(
-            jobs=jobs_table(self.jobs, self.typed, self.objectives, self._counters()),
+            jobs=jobs,
+            fairness_source=self._fairness(jobs),
             rounds=pd.DataFrame(self.round_records),
             policy=self.policy.describe(),
             agent=self.agent.describe(),
@@ -299,6 +324,30 @@ class Simulation:
             policy_seconds=self.policy_seconds,
             stopped=self.stopped,
             cluster_summary=self._cluster_summary(),
+        )
+
+    def _fairness(self, jobs: pd.DataFrame) -> Callable[[], pd.DataFrame] | None:
+        """What computes each job's finish-time fairness (:mod:`goodput_sim.fairness`), holding
+        only its inputs; None under the lr-aware progress model, whose work is not the noise
+        model's epochs."""
+        if self.config.progress == "lr-aware" or not len(jobs):
+            return None
+        home, profiles, cluster = self.cluster.type_order[0], self.profiles, self.cluster
+
+        def truth(app: str, gpu_type: str | None) -> ApplicationProfile:
+            profile = profiles[app]
+            return as_typed(profile, home).for_type(gpu_type) if gpu_type else _truth(profile, home)
+
+        adapts = self.agent.name != "fixed"
+        rules = {}
+        for job in self.jobs:
+            lim = job.belief.limits
+            own = lim.fixed_batch_size or job.spec.requested_batch
+            batch = None if adapts and lim.fixed_batch_size is None else own
+            cap = lim.cap(max(lim.max_batch_size // lim.min_local_bsz, 1))
+            rules[job.name] = (batch, lim.min_replicas or 1, cap, self._restart_delay(job))
+        return functools.partial(
+            fairness_table, jobs, cluster.total_gpus, IsolatedTimes(cluster, truth), rules
         )
 
     def _on_arrival(self, event: simpy.Event) -> None:
@@ -615,7 +664,11 @@ class Simulation:
             )
         types = live.node_type_index if live.mixed else None
         rows = decision.validated(
-            self.policy.name, [job.name for job in active], live.capacity, types
+            self.policy.name,
+            [job.name for job in active],
+            live.capacity,
+            types,
+            {v.name: v.limits for v in views if v.limits.category != "adaptive"},
         )
         orders = decision.node_orders if self.config.placement_order == "allocation" else {}
         for job in active:
@@ -682,16 +735,22 @@ class Simulation:
         if job.typed is not None and self.policy.type_aware and job.gpu_type is not None:
             return job.type_beliefs[job.gpu_type].view()
         view = job.belief.view()
-        limits = self._agent_limits(job.spec.application, job.gpu_type, job.profile)
+        limits = self._agent_limits(job.spec, job.gpu_type, job.profile)
         return view if view.limits is limits else replace(view, limits=limits)
 
-    def _agent_limits(self, app: str, gpu_type: str | None, profile: ApplicationProfile) -> Limits:
-        """The limits of ``app`` on ``gpu_type`` (``profile``, its truth there; None: before
-        the job is placed) with the application's recipe: one object per (application, type)
-        and run, so a belief bound to them is recognised by identity."""
-        key = (app, gpu_type)
+    def _agent_limits(
+        self, spec: JobSpec, gpu_type: str | None, profile: ApplicationProfile
+    ) -> Limits:
+        """The limits of the job's application on ``gpu_type`` (``profile``, its truth there;
+        None: before the job is placed) with the application's recipe and the job's category:
+        one object per (application, type, category rule) and run, so a belief bound to them
+        is recognised by identity."""
+        app = spec.application
+        rule = () if spec.category == "adaptive" else _category_rule(spec)
+        key = (app, gpu_type, *rule)
         if key not in self._limits:
-            self._limits[key] = replace(profile.limits, **self._recipes[app])
+            limits = replace(profile.limits, **self._recipes[app])
+            self._limits[key] = for_category(limits, *rule) if rule else limits
         return self._limits[key]
 
     def _view(self, job: Job, now: float) -> JobView:
@@ -705,7 +764,7 @@ class Simulation:
             allocation=job.allocation,
             requested_replicas=job.spec.requested_replicas,
             requested_batch=job.spec.requested_batch,
-            limits=job.profile.limits,
+            limits=for_category(job.profile.limits, *_category_rule(job.spec)),
             epoch=job.epoch,
             belief=job.belief.view(),
             truth=self._frozen(job.profile) if self.policy.needs_oracle else None,
@@ -974,3 +1033,8 @@ def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> Cluster
 def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:
     """A policy's per-job agent hint as part of a plan key."""
     return None if not hint else tuple(sorted(hint.items()))
+
+
+def _category_rule(spec: JobSpec) -> tuple[str, int, int]:
+    """(category, requested GPUs, requested batch): what a job's category fixes."""
+    return spec.category, spec.requested_replicas, spec.requested_batch

@@ -115,9 +115,15 @@ def _policy_html(results: Results, table: pd.DataFrame) -> str:
             "makespan (h)": table["makespan_s"].map(_hours),
             "GPU utilisation": table["gpu_utilization"].map("{:.1%}".format),
             "unfinished jobs": table["unfinished"],
+            "worst rho": table["ftf_rho_max"].map("{:.2f}".format),
+            "jobs with rho > 1": table["ftf_unfair_fraction"].map("{:.0%}".format),
         }
     )
-    note = f"<p>Means over {over}; 95% percentile-bootstrap intervals over the same.</p>"
+    note = (
+        f"<p>Means over {over}; 95% percentile-bootstrap intervals over the same. rho is "
+        "finish-time fairness: a job's JCT over its JCT alone on an equal share of the cluster "
+        "(1/N of its GPUs, N the jobs active on average over its life).</p>"
+    )
     return note + _table(shown, ("policy",))
 
 

@@ -31,6 +31,7 @@ class JobSpec:
     arrival: float
     requested_replicas: int
     requested_batch: int
+    category: str = "adaptive"  # adaptive, scale-gpus or rigid (Sia SPEC 4.8)
 
 
 class FitMemo:
@@ -75,6 +76,8 @@ class BeliefView:
         """GPU cap that doubles with the largest size profiled (SPEC 6.2; none for an oracle),
         within the application's own limit."""
         lim = self.limits
+        if lim.min_replicas is not None:  # a rigid job: its own count from the start
+            return min(lim.min_replicas, total_gpus)
         by_batch = max(lim.max_batch_size // lim.min_local_bsz, 1)
         grown = total_gpus if self.oracle else max(2 * self.profiled_replicas, 1)
         return lim.cap(int(min(grown, total_gpus, by_batch)))
@@ -93,6 +96,7 @@ class BeliefView:
             lim.max_local_bsz,
             self.grad_sqr,
             self.grad_var,
+            lim.valued_batch,
         )
 
 

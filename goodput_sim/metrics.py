@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from goodput_sim.fairness import fairness_summary
+
 PAPER_CLAIM = (0.37, 0.50)  # Pollux (OSDI'21): 37-50% lower average JCT than its baselines
 REFERENCE_POLICY = "goodput"
 
@@ -78,6 +80,8 @@ def run_summary(result) -> dict[str, float | int]:
     provisioned (which an autoscaled cluster changes)."""
     cluster = result.cluster
     out = {**summarize(result.jobs, cluster["total_gpus"]), **result.cluster_summary}
+    if result.fairness is not None:
+        out.update(fairness_summary(result.fairness))
     provisioned = out.get("provisioned_gpu_hours", 0.0) * 3600.0  # node by node
     busy = float(result.jobs["gpu_seconds"].sum())
     out["provisioned_gpu_utilization"] = busy / provisioned if provisioned > 0 else np.nan

@@ -173,11 +173,21 @@ def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
                 "makespan_s": float(part["makespan"].mean()),
                 "gpu_utilization": float(part["gpu_utilization"].mean()),
                 "unfinished": int(part["unfinished"].sum()),
+                **{key: _mean_of(part, key) for key in FAIRNESS_KEYS},
             }
         )
     table = pd.DataFrame(rows)
     table["order"] = table["policy"].map({name: k for k, name in enumerate(results.labels)})
     return table.sort_values(["load", "order"]).drop(columns="order").reset_index(drop=True)
+
+
+FAIRNESS_KEYS = ("ftf_rho_max", "ftf_rho_median", "ftf_unfair_fraction")
+"""Finish-time fairness of each run's summary (:mod:`goodput_sim.fairness`)."""
+
+
+def _mean_of(part: pd.DataFrame, key: str) -> float:
+    """Mean of a summary column over runs; NaN for results written before it existed."""
+    return float(part[key].mean()) if key in part else float("nan")
 
 
 def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
@@ -253,15 +263,21 @@ def report_text(results: Results) -> str:
     over = "runs" if results.kind == "sweep" else "jobs"
     lines.append(
         f"{'load':>5} {'policy':<14} {'runs':>4} {'avg JCT (h) [95% CI over ' + over + ']':>34} "
-        f"{'p95 (h)':>8} {'makespan (h)':>12} {'GPU util':>8} {'unfinished':>10}"
+        f"{'p95 (h)':>8} {'makespan (h)':>12} {'GPU util':>8} {'unfinished':>10} "
+        f"{'worst rho':>9} {'rho>1':>6}"
     )
     for row in table.itertuples():
         ci = f"[{row.ci_low_s / 3600:.2f}, {row.ci_high_s / 3600:.2f}]"
         lines.append(
             f"{row.load:>5g} {row.policy:<14} {row.runs:>4} "
             f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
-            f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10}"
+            f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10} "
+            f"{row.ftf_rho_max:>9.2f} {row.ftf_unfair_fraction:>6.0%}"
         )
+    lines.append(
+        "rho: finish-time fairness, JCT over the JCT alone on an equal share of the cluster "
+        "(worst job; share of jobs above 1)"
+    )
     lines.append("")
     note = claim_note(results)
     if note:

@@ -43,6 +43,13 @@ ROUNDS = {
     "nodes_starting": "nodes the autoscaler started that are still booting",
     "gpus_up": "GPUs of the nodes up (recorded on clusters of several node shapes)",
 }
+FAIRNESS = {
+    "name": "text",
+    "n_avg": "jobs active on average over the job's life (itself included)",
+    "share_gpus": "GPUs (the cluster's over n_avg)",
+    "isolated_jct": "s alone on that share (restart delay included)",
+    "rho": "JCT / isolated_jct (empty if unfinished)",
+}
 SUMMARY = {
     "jobs": "count",
     "finished": "count",
@@ -74,9 +81,12 @@ SUMMARY = {
     "provisioned_gpu_utilization": "fraction of provisioned GPU-s allocated to jobs",
     "gpu_hours_<type>": "GPU-h allocated on that GPU type (typed runs only)",
     "type_moves": "count of job moves between GPU types (typed runs only)",
+    "ftf_rho_max": "the largest finish-time fairness rho over finished jobs",
+    "ftf_rho_median": "the median rho over finished jobs",
+    "ftf_unfair_fraction": "fraction of finished jobs with rho > 1",
 }
 
 
 def manifest_units() -> dict[str, dict[str, str]]:
     """The units block of a results manifest."""
-    return {"jobs.csv": JOBS, "rounds.csv": ROUNDS, "summary": SUMMARY}
+    return {"jobs.csv": JOBS, "rounds.csv": ROUNDS, "fairness.csv": FAIRNESS, "summary": SUMMARY}

@@ -24,9 +24,11 @@ import pandas as pd
 import yaml
 
 from goodput_sim.errors import InputError
+from goodput_sim.models.limits import CATEGORIES
 from goodput_sim.safe_yaml import load_yaml
 
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+CATEGORY_COLUMN = "category"  # optional: adaptive (the default), scale-gpus or rigid
 MAX_ARRIVAL_SECONDS = 10 * 365 * 86400.0  # ten years: later arrivals are input errors
 _MAX_COUNT = 1e12  # GPUs or batch sizes beyond this are typos, not requests
 _NAME_FORBIDDEN = (";", "=")  # they separate entries of the rounds.csv allocations column
@@ -206,6 +208,15 @@ def check_workload(
                 f"job {name!r} asks for {int(replicas)} GPUs, more than the cluster's {max_gpus}",
                 line,
             )
+    if CATEGORY_COLUMN in frame.columns:
+        for row, value in enumerate(frame[CATEGORY_COLUMN]):
+            line = None if lines is None else lines[row]
+            _category(source, line, category_text(value))
+
+
+def category_text(value: object) -> str:
+    """A category cell as text: empty for a missing one (NaN, None), which means adaptive."""
+    return value if isinstance(value, str) else ""
 
 
 def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -231,7 +242,10 @@ def _column_index(path: Path, header: Sequence[str]) -> dict[str, int]:
         raise InputError(
             path, f"missing column(s) {', '.join(missing)}; header has {', '.join(header)}", 1
         )
-    return {c: header.index(c) for c in WORKLOAD_COLUMNS}
+    columns = {c: header.index(c) for c in WORKLOAD_COLUMNS}
+    if CATEGORY_COLUMN in header:
+        columns[CATEGORY_COLUMN] = header.index(CATEGORY_COLUMN)
+    return columns
 
 
 def _parse_job(
@@ -253,13 +267,29 @@ def _parse_job(
         raise InputError(path, f"job name {raw['name']!r} may not contain {bad[0]!r}", line)
     if not raw["application"]:
         raise InputError(path, "empty application", line)
-    return {
+    record = {
         "name": raw["name"],
         "time": _arrival_time(path, line, raw["time"]),
         "application": raw["application"],
         "num_replicas": _positive_int(path, line, "num_replicas", raw["num_replicas"]),
         "batch_size": _positive_int(path, line, "batch_size", raw["batch_size"]),
     }
+    if CATEGORY_COLUMN in raw:
+        record[CATEGORY_COLUMN] = _category(path, line, raw[CATEGORY_COLUMN])
+    return record
+
+
+def job_category(value: object) -> str:
+    """A checked category cell's category (``adaptive`` when empty or missing)."""
+    return category_text(value).strip() or "adaptive"
+
+
+def _category(path: Path | str | None, line: int | None, text: str) -> str:
+    """A job category; an empty field is the default, ``adaptive``."""
+    value = text.strip() or "adaptive"
+    if value not in CATEGORIES:
+        raise InputError(path, f"category {text!r} must be one of {', '.join(CATEGORIES)}", line)
+    return value
 
 
 def _arrival_time(path: Path, line: int, text: str) -> float:
@@ -290,7 +320,10 @@ def _positive_int(path: Path, line: int, column: str, text: str) -> int:
 
 def _to_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     """Build the typed DataFrame, in file order."""
-    df = pd.DataFrame.from_records(records, columns=list(WORKLOAD_COLUMNS))
+    columns = list(WORKLOAD_COLUMNS)
+    if records and CATEGORY_COLUMN in records[0]:
+        columns.append(CATEGORY_COLUMN)
+    df = pd.DataFrame.from_records(records, columns=columns)
     df = df.astype({"time": "float64", "num_replicas": "int64", "batch_size": "int64"})
     df["application"] = df["application"].astype(str)
     return df
@@ -299,7 +332,38 @@ def _to_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 def write_workload(df: pd.DataFrame, path: str | Path) -> None:
     """Write a workload DataFrame as CSV in the reference format."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    df.loc[:, list(WORKLOAD_COLUMNS)].to_csv(path, index=False)
+    df.loc[:, workload_columns(df)].to_csv(path, index=False)
+
+
+def workload_columns(df: pd.DataFrame) -> list[str]:
+    """The columns a workload frame is written with: the reference's, and ``category`` when
+    the frame has one."""
+    return [*WORKLOAD_COLUMNS, *([CATEGORY_COLUMN] if CATEGORY_COLUMN in df.columns else [])]
+
+
+def categorize(df: pd.DataFrame, shares: Mapping[str, float], seed: int = 0) -> pd.DataFrame:
+    """``df`` with a ``category`` column drawn i.i.d. per job with the given probabilities
+    (e.g. ``{"rigid": 0.25}``; the rest adaptive), seeded: the Sia artifact's way of making its
+    limited-adaptivity workloads (SPEC 4.8). Each job draws one uniform number whatever the
+    shares, so with one seed a job rigid at 25% is rigid at 50% too (nested mixes)."""
+    unknown = sorted(set(shares) - set(CATEGORIES))
+    if unknown:
+        raise InputError(None, f"unknown category {unknown[0]!r}; known: {', '.join(CATEGORIES)}")
+    values = [float(v) for v in shares.values()]
+    if any(not math.isfinite(v) or v < 0 for v in values) or sum(values) > 1 + 1e-9:
+        raise InputError(
+            None, f"category shares must be non-negative and sum to at most 1, got {dict(shares)}"
+        )
+    draws = np.random.default_rng(seed).random(len(df))
+    out = df.copy()
+    labels = np.full(len(df), "adaptive", dtype=object)
+    edge = 0.0
+    for category in ("rigid", "scale-gpus"):
+        share = float(shares.get(category, 0.0))
+        labels[(draws >= edge) & (draws < edge + share)] = category
+        edge += share
+    out[CATEGORY_COLUMN] = labels
+    return out
 
 
 def summarize_workload(df: pd.DataFrame) -> str:

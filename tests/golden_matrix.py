@@ -10,6 +10,7 @@ bug."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
@@ -31,6 +32,7 @@ from goodput_sim.failures import Failure, FailureModel  # noqa: E402
 from goodput_sim.philly import philly_workload, read_philly_log  # noqa: E402
 from goodput_sim.policies import policy_class  # noqa: E402
 from goodput_sim.profiles import bundled_profiles_path, load_profiles  # noqa: E402
+from goodput_sim.workload import categorize  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX_FILE = Path(__file__).parent / "data" / "golden_matrix.json"
@@ -89,6 +91,10 @@ def inputs(name: str) -> tuple[pd.DataFrame, dict, ClusterSpec]:
         typed = load_profiles(ROOT / "traces" / "profiles-sia")
         groups = (NodeGroup(4, 4, "aws"), NodeGroup(2, 8, "dgx-ext"), NodeGroup(2, 8, "rtx"))
         return busy, typed, ClusterSpec(groups)
+    if name in ("categories", "sia-busy-categories"):  # rigid and strong-scaling jobs (issue 21)
+        base = "homogeneous" if name == "categories" else "sia-busy"
+        workload, profiles, cluster = inputs(base)
+        return categorize(workload, {"rigid": 0.3, "scale-gpus": 0.3}, seed=0), profiles, cluster
     raise KeyError(name)
 
 
@@ -184,7 +190,25 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
         out[f"sia-mix/{policy}/agent=tail-weighted/seed-objective"] = run(
             "sia-mix", policy, recorded, agent="tail-weighted"
         )
+    # Job categories under every policy, and finish-time fairness (its own table, digested in
+    # place of the jobs table) under the four policies of the fairness comparison (issue 21).
+    for policy in POLICIES:
+        out[f"categories/{policy}"] = run("categories", policy)
+    for policy in ("sia", "gavel", "goodput"):
+        out[f"sia-busy-categories/{policy}"] = run("sia-busy-categories", policy)
+    for policy in ("tiresias", "goodput", "sia", "gavel"):
+        out[f"sia-busy/{policy}/fairness"] = fairness_of(run("sia-busy", policy))
     return out
+
+
+def fairness_of(go: Callable[[], api.SimResult]) -> Callable[[], api.SimResult]:
+    """The run of ``go`` with its fairness table where :func:`digest` reads the jobs table."""
+
+    def table() -> api.SimResult:
+        result = go()
+        return dataclasses.replace(result, jobs=result.fairness, rounds=pd.DataFrame())
+
+    return table
 
 
 def digest(result: api.SimResult) -> str:

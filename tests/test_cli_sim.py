@@ -519,6 +519,7 @@ def test_manifest_states_the_unit_of_every_column(small_csv, tmp_path):
     assert set(units["jobs.csv"]) - typed_only - counters == set(jobs.columns)
     several_shapes_only = {"gpus_up"}  # recorded on clusters of several node shapes
     assert set(units["rounds.csv"]) - several_shapes_only == set(rounds.columns)
+    assert set(units["fairness.csv"]) == set(pd.read_csv(out / "fairness.csv").columns)
     per_application = {
         k for k in summary if k.startswith("avg_jct_") and k != "avg_jct_without_failures"
     }

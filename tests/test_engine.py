@@ -99,8 +99,8 @@ def test_every_round_respects_the_cluster_and_accounting(policy, profiles, monke
         decided_at.append(now)
         return decide(self, now, active, offline)
 
-    def checked(self, policy_name, names, capacity, node_types=None):
-        rows = original(self, policy_name, names, capacity, node_types)
+    def checked(self, policy_name, names, capacity, node_types=None, rules=None):
+        rows = original(self, policy_name, names, capacity, node_types, rules)
         matrix = np.array([rows[name] for name in names])
         assert matrix.shape == (len(names), SMALL_CLUSTER.nodes)
         assert (matrix >= 0).all()

@@ -149,6 +149,78 @@ def batch_rules_cmd(
     click.echo(f"\nreport.csv, report.json, batch_rules.png and every run: {out}")
 
 
+@experiment_group.command("limited-adaptivity")
+@click.option(
+    "--workloads",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Workload CSVs or folders of them (repeatable; default: the bundled workload).",
+)
+@profiles_option
+@click.option("--cluster", default="16x4", show_default=True, help="NODESxGPUS or a YAML file.")
+@click.option("--policies", default="sia,goodput,gavel", show_default=True)
+@click.option(
+    "--category",
+    type=click.Choice(["rigid", "scale-gpus"]),
+    default="rigid",
+    show_default=True,
+    help="The category given to a share of the jobs.",
+)
+@click.option("--shares", default="0,0.25,0.5,0.75,1", show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("results/limited-adaptivity"),
+    show_default=True,
+)
+def limited_adaptivity_cmd(
+    workloads, profiles, cluster, policies, category, shares, seed, workers, out
+) -> None:
+    """Average JCT and makespan of each policy as a growing share of jobs is rigid (or
+    strong-scaling), the Sia paper's limited-adaptivity experiment."""
+    from goodput_sim.api import bundled_workload
+    from goodput_sim.experiments.limited_adaptivity import run_limited_adaptivity
+    from goodput_sim.policies import policy_names
+
+    files: list[Path] = []
+    for path in workloads or (bundled_workload(),):
+        files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    if not files:
+        raise InputError("--workloads", "no workload CSV found")
+    try:
+        values = tuple(float(s) for s in shares.split(",") if s.strip())
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise InputError("--shares", f"expected comma-separated shares in [0, 1], got {shares!r}")
+    report = run_limited_adaptivity(
+        files,
+        out,
+        profiles,
+        cluster,
+        _names(policies, policy_names(), "--policies"),
+        category,
+        tuple(sorted(set(values))),
+        seed,
+        workers,
+    )
+    click.echo(
+        f"{len(files)} workload(s), cluster {cluster}, {category} share drawn with seed {seed}"
+    )
+    click.echo(
+        f"{'policy':<10} {'share':>5} {'avg JCT h':>9} {'vs 0%':>7} {'makespan h':>10} {'vs 0%':>7}"
+    )
+    for row in report.itertuples():
+        click.echo(
+            f"{row.policy:<10} {row.share:>5.0%} {row.avg_jct_h:>9.2f} "
+            f"{row.avg_jct_h_vs_adaptive:>7.2f} {row.makespan_h:>10.2f} "
+            f"{row.makespan_h_vs_adaptive:>7.2f}"
+        )
+    click.echo(f"\nreport.csv and every run: {out}")
+
+
 @experiment_group.command("cost-jct")
 @click.argument("results", type=click.Path(path_type=Path))
 @report_folder

@@ -263,6 +263,8 @@ def run_cmd(
         f"{policy}: {len(done)}/{len(jobs)} jobs finished, average JCT {average}{over}, "
         f"wall {result.wall_seconds:.1f} s -> {out}"
     )
+    if "ftf_rho_max" in summary:
+        click.echo(f"  finish-time fairness: {_fairness_text(summary)} ({FAIRNESS_NOTE})")
     if "avg_jct_without_failures" in summary:
         click.echo(
             f"  {summary['node_failures']} node failures, {summary['node_hours_failed']:.1f} "
@@ -279,6 +281,17 @@ def run_cmd(
         cost = summary["cost"]
         priced = f", cost {cost:.2f}" if cost == cost else ""
         click.echo(f"  {summary['node_hours']:.1f} node-hours provisioned{priced}")
+
+
+FAIRNESS_NOTE = "rho: JCT over the JCT alone on an equal share of the cluster"
+
+
+def _fairness_text(summary) -> str:
+    """Worst and median rho and the share of jobs above 1, in words."""
+    return (
+        f"worst rho {summary['ftf_rho_max']:.2f}, median {summary['ftf_rho_median']:.2f}, "
+        f"{summary['ftf_unfair_fraction']:.0%} of jobs above 1"
+    )
 
 
 def _fmt_hours(seconds: float) -> str:
@@ -325,6 +338,10 @@ def print_comparison(comparison: Comparison) -> None:
         for name, row in s.iterrows():
             parts = "  ".join(f"{c[len('gpu_hours_') :]} {row[c]:.1f}" for c in typed)
             click.echo(f"{name:<11} {parts}  moves {int(row.type_moves)}")
+    if "ftf_rho_max" in s:
+        click.echo(f"\nfinish-time fairness ({FAIRNESS_NOTE})")
+        for name, row in s.iterrows():
+            click.echo(f"{name:<11} {_fairness_text(row)}")
     claim = comparison.claim
     if not claim.get("available"):
         click.echo("claim check: needs the goodput policy in the comparison")

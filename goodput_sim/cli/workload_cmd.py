@@ -150,3 +150,35 @@ def philly_cmd(
     output.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(output, index=False)
     click.echo(f"wrote {output}: {wl.summarize_workload(df)}")
+
+
+@workload.command("categorize")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--rigid",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share of jobs made rigid (their GPUs and batch fixed).",
+)
+@click.option(
+    "--scale-gpus",
+    "scale_gpus",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Share of jobs made strong-scaling (batch fixed, GPUs chosen up to their request).",
+)
+@click.option(
+    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the draws."
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
+)
+def categorize_cmd(file: Path, rigid: float, scale_gpus: float, seed: int, output: Path) -> None:
+    """Give each job of a workload a category, drawn i.i.d. with the given shares (the rest
+    adaptive), as the Sia artifact made its limited-adaptivity workloads."""
+    df = wl.categorize(wl.load_workload(file), {"rigid": rigid, "scale-gpus": scale_gpus}, seed)
+    wl.write_workload(df, output)
+    counts = df[wl.CATEGORY_COLUMN].value_counts().sort_index()
+    click.echo(f"wrote {output}: " + " ".join(f"{k}={v}" for k, v in counts.items()))

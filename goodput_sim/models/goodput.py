@@ -40,6 +40,7 @@ class GoodputModel:
     max_local_bsz: int
     grad_sqr: float
     grad_var: float
+    fixed_batch: int | None = None  # the one total batch valued (a job category's), else None
 
     def throughput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
         """Examples per second."""
@@ -90,20 +91,34 @@ class GoodputModel:
         shape = np.broadcast_shapes(nodes.shape, np.shape(grad_sqr) if per_pair else ())
         sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
         var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
-        local_bsz, accum = candidate_configs(
-            replicas,
-            self.init_batch_size,
-            self.max_batch_size,
-            self.min_local_bsz,
-            self.max_local_bsz,
-        )
+        if self.fixed_batch is None:
+            local_bsz, accum = candidate_configs(
+                replicas,
+                self.init_batch_size,
+                self.max_batch_size,
+                self.min_local_bsz,
+                self.max_local_bsz,
+            )
+        else:  # one candidate: the fixed batch split over each pair's GPUs
+            local_bsz, accum = (
+                x[:, None]
+                for x in _split_fixed(
+                    self.fixed_batch,
+                    replicas,
+                    self.init_batch_size,
+                    self.max_batch_size,
+                    self.max_local_bsz,
+                    False,
+                )
+            )
         n, r = nodes[:, None], replicas[:, None]
         if statistical:
             value = self.goodput(n, r, local_bsz, accum, sqr[:, None], var[:, None])
         else:
             value = self.throughput(n, r, local_bsz, accum)
-        outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
-        value = np.where(outside, 0.0, value)
+        if self.fixed_batch is None:  # a fixed batch runs however it splits
+            outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
+            value = np.where(outside, 0.0, value)
         best = np.argmax(value, axis=1)
         rows = np.arange(len(best))
         grid = rows if len(local_bsz) == len(rows) else np.zeros_like(rows)
@@ -160,12 +175,32 @@ def fixed_batch_configs(
 ) -> tuple[NDArray, NDArray]:
     """:func:`fixed_batch_config` for many total batches at once (per-GPU batch and
     accumulation steps as float arrays)."""
-    init_batch, max_batch = limits.init_batch_size, limits.max_batch_size
+    return _split_fixed(
+        total_batches,
+        replicas,
+        limits.init_batch_size,
+        limits.max_batch_size,
+        limits.max_local_bsz,
+        accumulate_on_one_gpu,
+    )
+
+
+def _split_fixed(
+    total_batches: ArrayLike,
+    replicas: ArrayLike,
+    init_batch: float,
+    max_batch: float,
+    max_local: float,
+    accumulate_on_one_gpu: bool,
+) -> tuple[NDArray, NDArray]:
+    """Per-GPU batch and accumulation steps of total batches on GPU counts (broadcast)."""
     total = np.asarray(total_batches, dtype=np.float64)
     local = np.ceil(total / replicas - _EPS)
-    accum = np.ceil(local / limits.max_local_bsz - _EPS) - 1
-    if replicas == 1:
-        accum = np.where((total > init_batch) | accumulate_on_one_gpu, np.maximum(accum, 1), accum)
+    accum = np.ceil(local / max_local - _EPS) - 1
+    one = np.asarray(replicas) == 1
+    accum = np.where(
+        one & ((total > init_batch) | accumulate_on_one_gpu), np.maximum(accum, 1), accum
+    )
     b = np.ceil(local / (accum + 1) - _EPS)
     b = np.maximum(np.minimum(b, np.floor(max_batch / (replicas * (accum + 1)))), 1)
     return b, accum

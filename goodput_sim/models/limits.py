@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 
@@ -26,6 +28,12 @@ class Limits:
     # earlier run at batch M0 (its profile's trajectory), for agents that forecast the noise;
     # set by the engine only for agents that ask for it (``BatchAgent.reads_noise_prior``).
     noise_prior: tuple[float, ...] | None = None
+    # The job's category (Sia SPEC 4.8), set by the engine on a job's own copy of its
+    # application's limits: ``scale-gpus`` jobs keep their requested batch (``fixed_batch_size``)
+    # on at most their requested GPUs (``max_replicas``), and are valued at that batch;
+    # ``rigid`` jobs also run on exactly their requested GPUs or none (``min_replicas``).
+    category: str = "adaptive"
+    min_replicas: int | None = None
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, problem) for every limit out of its valid range; empty when all are valid."""
@@ -36,6 +44,8 @@ class Limits:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
                 out.append((name, f"must be an integer in [1, {high:g}], found {value!r}"))
+        if self.category not in CATEGORIES:
+            out.append(("category", f"must be one of {', '.join(CATEGORIES)}"))
         if out:
             return out
         pairs = (
@@ -52,9 +62,49 @@ class Limits:
             )
         return out
 
+    @property
+    def valued_batch(self) -> int | None:
+        """The one total batch a policy values the job at (a category's fixed batch), or None
+        when the batch adapts. The application rule alone (ncf's) fixes only what the agent
+        keeps, as in the Pollux artifact."""
+        return None if self.category == "adaptive" else self.fixed_batch_size
+
+    def runs_on(self, replicas: int) -> bool:
+        """Whether the job may hold ``replicas`` GPUs: none, or within its floor and cap."""
+        low = self.min_replicas or 1
+        return replicas == 0 or low <= replicas <= self.cap(replicas)
+
     def cap(self, replicas: int) -> int:
         """``replicas`` within the application's own GPU limit, if it has one."""
         return replicas if self.max_replicas is None else min(replicas, self.max_replicas)
+
+
+JOB_FIELDS = ("category", "min_replicas")
+"""Fields a job's category sets (:func:`for_category`); never read from a profile."""
+
+CATEGORIES = ("adaptive", "scale-gpus", "rigid")
+"""Job categories (Sia SPEC 4.8): batch and GPUs adapt; fixed batch, GPUs chosen; both fixed."""
+
+
+def for_category(limits: Limits, category: str, replicas: int, batch: int) -> Limits:
+    """``limits`` of one job of ``category`` that asked for ``replicas`` GPUs and ``batch``:
+    unchanged for an adaptive job."""
+    if category == "adaptive":
+        return limits
+    return _category_limits(limits, category, replicas, batch)
+
+
+@functools.lru_cache(maxsize=4096)
+def _category_limits(limits: Limits, category: str, replicas: int, batch: int) -> Limits:
+    """One object per distinct input, so beliefs and caches bound to it match by identity."""
+    capped = limits.cap(replicas)  # the application's own rules come first (ncf's)
+    return dataclasses.replace(
+        limits,
+        category=category,
+        max_replicas=capped,
+        fixed_batch_size=limits.fixed_batch_size or batch,
+        min_replicas=capped if category == "rigid" else None,
+    )
 
 
 _MAX_BATCH = 1e9  # examples; larger limits are typos, and make batch arithmetic lose integers
@@ -66,5 +116,6 @@ _RANGES = {
     "max_epochs": 100_000,
     "max_replicas": 1_000_000,
     "fixed_batch_size": _MAX_BATCH,
+    "min_replicas": 1_000_000,
 }
-_OPTIONAL = ("max_replicas", "fixed_batch_size")
+_OPTIONAL = ("max_replicas", "fixed_batch_size", "min_replicas")

@@ -88,11 +88,13 @@ class Decision:
         names: list[str],
         capacity: NDArray[np.int64],
         node_types: NDArray[np.int64] | None = None,
+        rules: Mapping[str, Limits] | None = None,
     ) -> dict[str, NDArray[np.int64]]:
         """Every job's row, after checking the decision in one place: known jobs, integer rows
-        of one entry per node, non-negative, no node over its capacity, and (given each node's
-        GPU type index) no job on two GPU types. An illegal decision is a bug in the policy:
-        ``RuntimeError`` naming the policy and the job or node."""
+        of one entry per node, non-negative, no node over its capacity, (given each node's
+        GPU type index) no job on two GPU types, and (given the limits of jobs whose category
+        fixes their GPUs) each such job on a count its category allows. An illegal decision is
+        a bug in the policy: ``RuntimeError`` naming the policy and the job or node."""
         known = set(names)
         kinds = (
             ("allocated", self.allocations),
@@ -131,6 +133,13 @@ class Decision:
             for name, row in rows.items():
                 if len(set(node_types[row > 0].tolist())) > 1:
                     raise RuntimeError(f"policy {policy} put job {name!r} on two GPU types")
+        for name, limits in (rules or {}).items():
+            count = int(rows[name].sum())
+            if not limits.runs_on(count):
+                raise RuntimeError(
+                    f"policy {policy} gave {limits.category} job {name!r} {count} GPUs; it runs "
+                    f"on {limits.min_replicas or 1}-{limits.max_replicas} GPUs or none"
+                )
         for name, order in self.node_orders.items():
             if sorted(order) != np.flatnonzero(rows[name]).tolist():
                 raise RuntimeError(
@@ -138,6 +147,20 @@ class Decision:
                     "its used nodes"
                 )
         return rows
+
+
+def honour_categories(
+    jobs: list[JobView] | tuple[JobView, ...], rows: Mapping[str, NDArray[np.int64]]
+) -> dict[str, NDArray[np.int64]]:
+    """``rows`` with every job its category does not allow on its count (a rigid job on fewer
+    GPUs than it asked for) left without GPUs this round: taking GPUs away keeps any decision
+    legal. For optimisers that value counts they then may not use."""
+    out = dict(rows)
+    for job in jobs:
+        row = out.get(job.name)
+        if row is not None and not job.limits.runs_on(int(row.sum())):
+            out[job.name] = np.zeros_like(row)
+    return out
 
 
 class Policy(SimulationBound, ABC):

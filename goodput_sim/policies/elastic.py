@@ -22,7 +22,14 @@ from goodput_sim.agents.adaptive import without_statistics
 from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
-from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
+from goodput_sim.policies.base import (
+    Decision,
+    JobView,
+    Policy,
+    Snapshot,
+    honour_categories,
+    register,
+)
 from goodput_sim.policies.greedy import solve_greedy
 from goodput_sim.policies.placement import one_type_rows
 from goodput_sim.policies.problem import AllocationProblem, Fairness, speedup_table
@@ -87,7 +94,8 @@ class ElasticPolicy(Policy):
         allocation = one_type_rows(
             solve_greedy(problem, snapshot.cluster.total_gpus), snapshot.cluster, POWER_ORDER
         )
-        return Decision(dict(zip(problem.names, allocation, strict=True)))
+        rows = dict(zip(problem.names, allocation, strict=True))
+        return Decision(honour_categories(snapshot.jobs, rows))
 
     def quiet_until(self, snapshot: Snapshot, rows) -> float:
         """Every round (the default), or ``quiet_seconds`` later if no event comes first;
@@ -126,6 +134,7 @@ class ElasticPolicy(Policy):
             self.fairness,
             self.values["interference_avoidance"],
             self.values["candidates"],
+            _floors(jobs),
         )
 
     def _speedups(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
@@ -159,6 +168,12 @@ class ElasticPolicy(Policy):
 
     def describe(self) -> dict:
         return {**super().describe(), "optimizer": "greedy"}
+
+
+def _floors(jobs: list[JobView]) -> NDArray[np.int64] | None:
+    """Each job's fewest GPUs (its category's), or None when every job runs on any count."""
+    floors = [job.limits.min_replicas or 1 for job in jobs]
+    return np.array(floors, dtype=np.int64) if max(floors, default=1) > 1 else None
 
 
 POWER_ORDER = ("dgx-ext", "dgx", "azure", "quad", "rtx", "aws")

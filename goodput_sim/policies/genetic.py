@@ -14,8 +14,9 @@ from numpy.typing import NDArray
 
 from goodput_sim.cluster import distributed_cells
 from goodput_sim.params import Param
-from goodput_sim.policies.base import Decision, Snapshot, register
+from goodput_sim.policies.base import Decision, Snapshot, honour_categories, register
 from goodput_sim.policies.elastic import ELASTIC_PARAMS, POWER_ORDER, Goodput
+from goodput_sim.policies.greedy import solve_greedy
 from goodput_sim.policies.placement import one_type_rows
 from goodput_sim.policies.problem import AllocationProblem
 
@@ -82,12 +83,16 @@ def solve_genetic(
     seed: int | np.random.SeedSequence = 0,
     population: int = POPULATION,
     generations: int = GENERATIONS,
+    starts: NDArray[np.int64] | None = None,
 ) -> NDArray[np.int64]:
-    """Best allocation found by the genetic search; deterministic for a given seed."""
+    """Best allocation found by the genetic search, from the current allocation (and the
+    feasible ``starts``, if given); deterministic for a given seed."""
     rng = np.random.default_rng(seed)
     if problem.num_jobs == 0:
         return problem.current.copy()
     pop = repair(problem.current[None].astype(np.int64), problem, rng)
+    if starts is not None:
+        pop = np.concatenate([pop, starts])
     fitness = comparable(problem.objective(pop))
     half = population // 2
     for _ in range(generations - 1):
@@ -121,14 +126,21 @@ class GoodputGenetic(Goodput):
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
         self._round += 1
+        # Random growth seldom hits a rigid job's exact GPU count, so with rigid jobs the
+        # search also starts from the greedy optimiser's answer, which honours them.
+        starts = None
+        if problem.floors is not None:
+            starts = solve_greedy(problem, snapshot.cluster.total_gpus)[None]
         best = solve_genetic(
             problem,
             seed=np.random.SeedSequence([self.seed, self._round]),
             population=self.population,
             generations=self.generations,
+            starts=starts,
         )
         best = one_type_rows(best, snapshot.cluster, POWER_ORDER)
-        return Decision(dict(zip(problem.names, best, strict=True)))
+        rows = dict(zip(problem.names, best, strict=True))
+        return Decision(honour_categories(snapshot.jobs, rows))
 
     def describe(self) -> dict:
         return {**super().describe(), "optimizer": "genetic"}

@@ -38,6 +38,8 @@ def count_costs(problem: AllocationProblem) -> NDArray[np.float64]:
     value[:, 0] = 0.0
     cost = problem.fairness.cost(value)
     cost[r[None, :] > problem.caps[:, None]] = np.inf
+    if problem.floors is not None:
+        cost[(r[None, :] > 0) & (r[None, :] < problem.floors[:, None])] = np.inf
     return cost
 
 

@@ -33,10 +33,11 @@ class Optimus(Policy):
         jobs = list(snapshot.jobs)
         counts = {job.name: 0 for job in jobs}
         free = total
-        for job in jobs:  # everyone gets one GPU while they last, in arrival order
-            if free > 0:
-                counts[job.name] = 1
-                free -= 1
+        for job in jobs:  # everyone gets one GPU (rigid jobs theirs) while they last, in order
+            first = job.limits.min_replicas or 1
+            if free >= first:
+                counts[job.name] = first
+                free -= first
         remaining = {job.name: self._remaining_iterations(job) for job in jobs}
         types = {job.name: _gpu_type(job) for job in jobs}
         nodes = {t: type_nodes(cluster, t) for t in set(types.values())}

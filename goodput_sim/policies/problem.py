@@ -66,6 +66,7 @@ class AllocationProblem:
     fairness: Fairness = Fairness()
     interference_avoidance: bool = True  # at most one distributed job per node
     candidates: int = 64  # local search: jobs tried as receivers, givers and restorations
+    floors: NDArray[np.int64] | None = None  # per job: fewest GPUs it runs on (rigid jobs)
 
     def __post_init__(self) -> None:
         capacity = np.asarray(self.capacity, dtype=np.int64)
@@ -98,9 +99,10 @@ class AllocationProblem:
         _, rows, width = table.shape
         r = np.minimum(replicas, width - 1)
         n = np.minimum(nodes, rows - 1)
-        value = np.where(
-            replicas <= self.caps[jobs], table.ravel()[(jobs * rows + n) * width + r], 0.0
-        )
+        allowed = replicas <= self.caps[jobs]
+        if self.floors is not None:
+            allowed = allowed & (replicas >= self.floors[jobs])
+        value = np.where(allowed, table.ravel()[(jobs * rows + n) * width + r], 0.0)
         return value / self.largest_node * np.where(changed, self.penalties[jobs], 1.0)
 
     @cached_property

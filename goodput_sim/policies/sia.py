@@ -71,6 +71,25 @@ def configurations(cluster: ClusterSpec, max_nodes: int = 16) -> list[Config]:
     return out
 
 
+def rigid_configurations(
+    cluster: ClusterSpec, counts: list[int], configs: list[Config]
+) -> list[Config]:
+    """For rigid jobs (Sia SPEC 4.8): ``counts`` GPUs on each type whose nodes up hold them,
+    on the fewest of its largest nodes, where the standard set has no such configuration."""
+    out = []
+    have = {(c.gpu_type, c.gpus) for c in configs}
+    capacity, types = cluster.capacity, cluster.node_type_index
+    for k, gpu_type in enumerate(cluster.type_order):
+        mine = np.sort(capacity[(types == k) & (capacity > 0)])[::-1]
+        whole = np.cumsum(mine)
+        for count in counts:
+            if (gpu_type, count) in have or not len(whole) or count > whole[-1]:
+                continue
+            nodes = int(np.searchsorted(whole, count)) + 1
+            out.append(Config(gpu_type, nodes, count))
+    return out
+
+
 @register("sia")
 class Sia(Policy):
     """Sia: goodput across GPU types and counts, exact integer program each round (SOSP'23)."""
@@ -126,6 +145,8 @@ class Sia(Policy):
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = list(snapshot.jobs)
         configs = configurations(snapshot.cluster, self.values["max_nodes"])
+        rigid = sorted({j.limits.min_replicas for j in jobs if j.limits.min_replicas})
+        configs += rigid_configurations(snapshot.cluster, rigid, configs)
         if not jobs or not configs:
             return Decision({})
         self._previous = {j.name: self._previous[j.name] for j in jobs if j.name in self._previous}
@@ -180,8 +201,9 @@ class Sia(Policy):
         known = [t for t in cluster.type_order if _model(beliefs.get(t)) is not None]
         row = np.full(size, EPSILON)
         if not known:
+            first = job.limits.min_replicas or 1  # a rigid job runs on its own count only
             for mine, _, gpus in shapes.values():
-                row[mine[gpus == 1]] = 1.0
+                row[mine[gpus == first]] = 1.0
             return row
         source = known[0]
         peak = self.values["speed_ratio"] == "peak"
@@ -220,7 +242,10 @@ class Sia(Policy):
         self, job: JobView, configs: list[Config], cluster: ClusterSpec
     ) -> NDArray[np.bool_]:
         """Configurations within the job's GPU cap: at most twice the most GPUs it has run on,
-        on any type (Sia's shared cap), and within its application's own limit."""
+        on any type (Sia's shared cap), and within its application's own limit (its category's
+        too: a rigid job takes exactly its GPUs, on any type)."""
+        if job.limits.min_replicas is not None:
+            return np.array([c.gpus == job.limits.min_replicas for c in configs])
         beliefs = _beliefs(job, cluster).values()
         profiled = max(b.profiled_replicas for b in beliefs)
         cap = job.limits.cap(max(2 * profiled, 1))
@@ -294,7 +319,7 @@ def place(
     rows: dict[str, NDArray[np.int64]] = {}
     for job in jobs:
         config = chosen.get(job.name)
-        if config is not None and _shape(job, cluster) == config and (free >= job.allocation).all():
+        if config is not None and _holds(job, config, cluster) and (free >= job.allocation).all():
             rows[job.name] = job.allocation.copy()
             free -= job.allocation
     waiting = [j for j in jobs if j.name in chosen and j.name not in rows]
@@ -304,7 +329,11 @@ def place(
         config = chosen[job.name]
         mine = types == order.index(config.gpu_type)
         row = np.zeros_like(free)
-        if config.nodes > 1:  # whole free nodes, the largest first, holding exactly its GPUs
+        if job.limits.min_replicas is not None and config.nodes > 1:
+            row = _rigid_row(config.gpus, free, mine & (cluster.capacity > 0), cluster.capacity)
+            if row is None:
+                continue
+        elif config.nodes > 1:  # whole free nodes, the largest first, holding exactly its GPUs
             empty = np.flatnonzero(mine & (free == cluster.capacity) & (free > 0))
             empty = empty[np.argsort(-free[empty], kind="stable")][: config.nodes]
             if len(empty) < config.nodes or free[empty].sum() != config.gpus:
@@ -319,6 +348,43 @@ def place(
         rows[job.name] = row
         free -= row
     return rows
+
+
+def _rigid_row(
+    gpus: int, free: NDArray[np.int64], mine: NDArray[np.bool_], capacity: NDArray[np.int64]
+) -> NDArray[np.int64] | None:
+    """A rigid job's ``gpus`` on one type (``mine``), as the reference places them (SPEC 4.9):
+    whole free nodes, the largest first, while they fit, then the rest on the fullest node
+    that holds it, else across the most-free nodes; None if the type's free GPUs fall short."""
+    row = np.zeros_like(free)
+    need = gpus
+    empty = np.flatnonzero(mine & (free == capacity))
+    for node in empty[np.argsort(-free[empty], kind="stable")]:
+        if 0 < free[node] <= need:
+            row[node], need = free[node], need - free[node]
+    if need:
+        left = np.where(mine & (row == 0), free, 0)
+        fits = np.flatnonzero(left >= need)
+        if len(fits):
+            row[fits[np.argmin(left[fits])]] = need
+        else:
+            if left.sum() < need:
+                return None
+            for node in np.argsort(-left, kind="stable"):
+                take = min(int(left[node]), need)
+                row[node], need = take, need - take
+                if not need:
+                    break
+    return row
+
+
+def _holds(job: JobView, config: Config, cluster: ClusterSpec) -> bool:
+    """Whether the job's allocation is ``config`` already: its shape, or for a rigid job its
+    GPUs on the configuration's type (however its nodes split them)."""
+    shape = _shape(job, cluster)
+    if shape is None or job.limits.min_replicas is None:
+        return shape == config
+    return (shape.gpu_type, shape.gpus) == (config.gpu_type, config.gpus)
 
 
 def _shape(job: JobView, cluster: ClusterSpec) -> Config | None:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from goodput_sim import __version__
 from goodput_sim.models.efficiency import efficiency
+from goodput_sim.models.limits import JOB_FIELDS
 from goodput_sim.models.throughput import gamma_norm
 from goodput_sim.profiles.base import ApplicationProfile
 from goodput_sim.profiles.measured import MeasuredProfile
@@ -108,7 +109,11 @@ def fit_profile(measured: MeasuredProfile, source: str) -> dict:
     data = {
         "schema_version": SCHEMA_VERSION,
         "application": measured.name,
-        "limits": {k: v for k, v in vars(measured.limits).items() if v is not None},
+        "limits": {
+            k: v
+            for k, v in vars(measured.limits).items()
+            if v is not None and k not in JOB_FIELDS  # a job's category is not the profile's
+        },
         "throughput": fit_throughput(measured.measurements()),
         "progress": {"thresholds": _round(measured.progress_thresholds[1:], 8)},
         "gradient_stats": {

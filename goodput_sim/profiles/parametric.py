@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.errors import InputError
 from goodput_sim.models.efficiency import gain
-from goodput_sim.models.limits import Limits
+from goodput_sim.models.limits import JOB_FIELDS, Limits
 from goodput_sim.models.lr import parse_schedule
 from goodput_sim.models.throughput import gamma_norm
 from goodput_sim.profiles.base import (
@@ -105,7 +105,7 @@ class ParametricProfile(ApplicationProfile):
             values = {
                 k: _require(limits, k, source, "limits")
                 for k in Limits.__dataclass_fields__
-                if k not in optional or limits.get(k) is not None
+                if k not in JOB_FIELDS and (k not in optional or limits.get(k) is not None)
             }
             schedule = values.pop("lr_schedule", None)
             for key, value in values.items():

@@ -1,0 +1,170 @@
+"""Finish-time fairness (Themis, NSDI'20; Sia, SOSP'23 Eq. 3): for each job,
+rho = its JCT under the policy / its JCT alone on an equal share of the cluster.
+
+The share is ``total GPUs / n_avg``, where ``n_avg`` is the time average, over the job's life,
+of the number of jobs active (arrived, unfinished, itself included). It is computed exactly
+from the jobs table; the Sia reference averages the count over its 60-second ticks.
+
+The job alone on ``g`` GPUs trains with its own batch rule: an adaptive job under a batch
+agent that adapts takes, in every epoch, the total batch with the best true progress rate;
+every other job keeps its requested batch. A share of a non-integer ``g`` interpolates the
+times on ``floor(g)`` and ``ceil(g)`` GPUs; below one GPU, or below a rigid job's own GPUs, the
+job time-slices its share (the time on one GPU, or on its own, scaled by the shortfall); above
+its largest useful count it leaves the rest idle. On clusters of several GPU types the time is
+averaged over the types, weighted by each type's GPUs, with the share capped by the type's
+GPUs (the reference's Eq. 3). The job alone starts once (its restart delay) and never waits
+or restarts again: the ideal an equal share buys. A job with rho > 1 finished later than that
+share would have let it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from goodput_sim.cluster import ClusterSpec
+from goodput_sim.models.goodput import fixed_batch_configs
+from goodput_sim.profiles.base import ApplicationProfile
+from goodput_sim.sim.progress import epoch_rates
+
+COLUMNS = ("name", "n_avg", "share_gpus", "isolated_jct", "rho")
+BATCH_CANDIDATES = 24  # total batches tried per epoch for an adaptive job alone (geometric)
+
+
+def contention(jobs: pd.DataFrame) -> NDArray[np.float64]:
+    """Per job (row order), the time-averaged number of active jobs over its life: jobs are
+    active from arrival to finish (to the end of the run if unfinished)."""
+    arrival = jobs["arrival"].to_numpy(dtype=float)
+    end = arrival + jobs["jct"].to_numpy(dtype=float)
+    done = end[np.isfinite(end)]
+    horizon = float(done.max()) if done.size else float(arrival.max(initial=0.0))
+    end = np.where(np.isfinite(end), end, horizon)
+    times = np.unique(np.concatenate([arrival, end]))
+    if len(times) < 2:
+        return np.ones(len(jobs))
+    starts, stops = times[:-1], times[1:]
+    # Jobs active over each interval between consecutive events, and its running integral.
+    active = np.searchsorted(np.sort(arrival), starts, "right") - np.searchsorted(
+        np.sort(end), starts, "right"
+    )
+    area = np.concatenate([[0.0], np.cumsum(active * (stops - starts))])
+    first, last = np.searchsorted(times, arrival), np.searchsorted(times, end)
+    life = end - arrival
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_avg = (area[last] - area[first]) / life
+    return np.where(life > 0, n_avg, 1.0)
+
+
+def isolated_seconds(
+    profile: ApplicationProfile,
+    layout_of: Callable[[int], tuple[int, ...]],
+    gpus: int,
+    batch: int | None,
+) -> float:
+    """Seconds ``profile`` takes alone on ``gpus`` GPUs (placed as ``layout_of`` packs them):
+    at total batch ``batch`` throughout, or (None) at the best true batch in every epoch."""
+    lim = profile.limits
+    layout = layout_of(gpus)
+    epochs = np.arange(lim.max_epochs)
+    if batch is None:
+        low = max(lim.init_batch_size, lim.min_local_bsz * gpus)
+        totals = np.unique(
+            np.geomspace(min(low, lim.max_batch_size), lim.max_batch_size, BATCH_CANDIDATES).round()
+        )
+    else:
+        totals = np.array([float(batch)])
+    b, s = fixed_batch_configs(totals, gpus, lim)
+    # (candidates x epochs) true rates in one call; the best candidate in every epoch.
+    *_, rate = epoch_rates(profile, layout, b[:, None], s[:, None], gpus, epochs[None, :])
+    best = rate.max(axis=0)
+    with np.errstate(divide="ignore"):
+        return float(np.sum(np.diff(profile.progress_thresholds) / best))
+
+
+class IsolatedTimes:
+    """Isolated JCTs on fractional shares, memoised per (application, type, GPUs, batch)."""
+
+    def __init__(
+        self, cluster: ClusterSpec, profile_of: Callable[[str, str | None], ApplicationProfile]
+    ):
+        self.cluster = cluster
+        self.profile_of = profile_of
+        self._memo: dict[tuple, float] = {}
+        types = cluster.type_order if cluster.mixed else (None,)
+        capacity = cluster.type_capacity() if cluster.mixed else [cluster.total_gpus]
+        self.types = [(t, int(c)) for t, c in zip(types, capacity, strict=True) if c > 0]
+
+    def _seconds(self, app: str, gpu_type: str | None, gpus: int, batch: int | None) -> float:
+        key = (app, gpu_type, gpus, batch)
+        if key not in self._memo:
+            from goodput_sim.policies.placement import type_nodes
+
+            nodes = type_nodes(self.cluster, gpu_type)
+            self._memo[key] = isolated_seconds(
+                self.profile_of(app, gpu_type), nodes.packed_layout, gpus, batch
+            )
+        return self._memo[key]
+
+    def on_share(self, app: str, share: float, batch: int | None, floor: int, cap: int) -> float:
+        """Seconds alone on ``share`` GPUs, running on ``floor``..``cap`` GPUs (a rigid job:
+        both its own count), averaged over GPU types weighted by their GPUs."""
+        total = weight = 0.0
+        for gpu_type, gpus in self.types:
+            g = min(share, gpus)
+            top = min(cap, gpus)
+            if top < floor:
+                continue  # the job cannot run on this type
+            if g <= floor:  # time-slice the share: the time on its fewest GPUs, stretched
+                seconds = self._seconds(app, gpu_type, floor, batch) * floor / g
+            elif g >= top:
+                seconds = self._seconds(app, gpu_type, top, batch)
+            else:
+                low, high = math.floor(g), math.ceil(g)
+                t_low = self._seconds(app, gpu_type, low, batch)
+                t_high = self._seconds(app, gpu_type, high, batch) if high > low else t_low
+                seconds = t_low + (g - low) * (t_high - t_low)
+            total += gpus * seconds
+            weight += gpus
+        return total / weight if weight else float("nan")
+
+
+def fairness_table(
+    jobs: pd.DataFrame,
+    total_gpus: int,
+    isolated: IsolatedTimes,
+    rules: dict[str, tuple[int | None, int, int, float]],
+) -> pd.DataFrame:
+    """rho per job of the jobs table; ``rules`` maps each job to (batch alone, None for the
+    best per epoch; fewest GPUs; most GPUs; seconds to start)."""
+    n_avg = contention(jobs)
+    share = total_gpus / n_avg
+    times = [
+        isolated.on_share(app, s, *rules[name][:3]) + rules[name][3]
+        for name, app, s in zip(jobs["name"], jobs["application"], share, strict=True)
+    ]
+    out = pd.DataFrame({"name": jobs["name"], "n_avg": n_avg, "share_gpus": share})
+    out["isolated_jct"] = times
+    finished = jobs["finished"].astype(bool).to_numpy()
+    out["rho"] = np.where(finished, jobs["jct"].to_numpy(dtype=float) / out["isolated_jct"], np.nan)
+    return out.loc[:, list(COLUMNS)]
+
+
+def fairness_summary(table: pd.DataFrame) -> dict[str, float]:
+    """Worst and median rho and the share of jobs with rho > 1 (finished jobs)."""
+    rho = table["rho"].to_numpy(dtype=float) if len(table) else np.array([])
+    rho = rho[np.isfinite(rho)]
+    if not rho.size:
+        return {
+            "ftf_rho_max": math.nan,
+            "ftf_rho_median": math.nan,
+            "ftf_unfair_fraction": math.nan,
+        }
+    return {
+        "ftf_rho_max": float(rho.max()),
+        "ftf_rho_median": float(np.median(rho)),
+        "ftf_unfair_fraction": float(np.mean(rho > 1.0)),
+    }
