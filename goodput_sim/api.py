@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from goodput_sim import __version__, jsonio
+from goodput_sim import jsonio
 from goodput_sim.agents import BatchAgent, agent_class
 from goodput_sim.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.engine import (
@@ -37,7 +37,7 @@ from goodput_sim.metrics import claim_check, run_summary
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.sim.observe import RoundObserver
-from goodput_sim.units import manifest_units
+from goodput_sim.spec import build_config
 from goodput_sim.workload import bundled_path, check_workload, load_workload
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
@@ -137,11 +137,15 @@ def run(
     params: Mapping[str, Any] | None = None,
     progress: bool = False,
     observers: Sequence[RoundObserver] = (),
+    **settings: Any,
 ) -> SimResult:
     """Replay ``workload`` (default: the bundled one) under ``policy`` with batch ``agent``
     (default: the policy's own) and ``params`` for either; jobs and rounds tables. With
     ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s; each of
-    ``observers`` is called with every round's frozen record."""
+    ``observers`` is called with every round's frozen record. Engine ``settings`` go by the
+    CLI's names (``interval=120``, ``mtbf=12``; ``goodput_sim.spec``), checked as there, or
+    all at once as a ``config``."""
+    config = _settings_config(config, settings, seed, cluster)
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
     spec = as_cluster(cluster, config)
@@ -155,6 +159,20 @@ def run(
             frame, profile_map, scheduler, spec, config, batch_agent, bar.update, observers
         )
         return sim.run()
+
+
+def _settings_config(
+    config: SimConfig | None,
+    settings: Mapping[str, Any],
+    seed: int,
+    cluster: ClusterSpec | str | Path,
+) -> SimConfig | None:
+    """``config``, or the one built from CLI-named ``settings`` (not both)."""
+    if not settings:
+        return config
+    if config is not None:
+        raise InputError(f"{next(iter(settings))}", "give engine settings or a config, not both")
+    return build_config(settings, seed, as_cluster(cluster).nodes)
 
 
 def progress_bar(progress: bool, total: int, desc: str, unit: str) -> tqdm:
@@ -197,9 +215,11 @@ def compare(
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
     progress: bool = False,
+    **settings: Any,
 ) -> Comparison:
     """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
-    and ``params`` apply to every policy."""
+    and ``params`` apply to every policy, and engine ``settings`` as in :func:`run`."""
+    config = _settings_config(config, settings, seed, cluster)
     policies = check_policies(policies, agent, params)
     spec = as_cluster(cluster, config)
     profile_map = load_profiles(profiles)
@@ -328,25 +348,19 @@ def write_run(
         result.fairness.to_csv(out / "fairness.csv", index=False, float_format="%.6f")
     if hashes is None:
         hashes = input_hashes(inputs)
-    if summary is None:
-        summary = run_summary(result)
+    own = result.manifest
+    head = ("goodput_sim_version", "policy", "agent", "config", "cluster")
     manifest = {
-        "goodput_sim_version": __version__,
-        "policy": result.policy,
-        "agent": result.agent,
-        "config": result.config,
-        "cluster": result.cluster,
+        **{key: own[key] for key in head},
         "seed": seed,
         "params": dict(params or {}),
         **(extra or {}),
         "inputs": {k: str(v) if v is not None else None for k, v in inputs.items()},
         "input_sha256": hashes,
-        "wall_seconds": result.wall_seconds,
-        "complete": result.stopped is None,
-        "stopped": result.stopped,
-        "summary": summary,
-        "units": manifest_units(),
+        **{key: value for key, value in own.items() if key not in head},
     }
+    if summary is not None:
+        manifest["summary"] = summary
     (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")
     if figure:
         name = result.policy["name"]

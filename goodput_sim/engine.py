@@ -128,6 +128,34 @@ class SimResult:
         """Each job's rho (None where the run's progress model has no isolated time)."""
         return None if self.fairness_source is None else self.fairness_source()
 
+    @functools.cached_property
+    def summary(self) -> dict:
+        """The run's statistics (:func:`goodput_sim.metrics.run_summary`), as its manifest holds
+        them."""
+        from goodput_sim.metrics import run_summary
+
+        return run_summary(self)
+
+    @property
+    def manifest(self) -> dict:
+        """What a results folder's ``manifest.json`` says of the run itself (``write_run``
+        adds the inputs, seed and parameters it was given)."""
+        from goodput_sim import __version__
+        from goodput_sim.units import manifest_units
+
+        return {
+            "goodput_sim_version": __version__,
+            "policy": self.policy,
+            "agent": self.agent,
+            "config": self.config,
+            "cluster": self.cluster,
+            "wall_seconds": self.wall_seconds,
+            "complete": self.stopped is None,
+            "stopped": self.stopped,
+            "summary": self.summary,
+            "units": manifest_units(),
+        }
+
     def __getstate__(self) -> dict:
         """Pickled (sent back from a worker process) with the fairness table computed, not
         the profiles and closures it is computed from."""

@@ -182,14 +182,14 @@ def _figures(results: Results, table: pd.DataFrame, caption: str, jobs: list[str
         )
         rounds = results.rounds[focus]
         yield plots.allocation_timeline(rounds, focus, caption), f"Allocation timeline of {focus}."
-        chosen = jobs or _longest(results.jobs[focus])
+        chosen = jobs or longest_jobs(results.jobs[focus])
         yield (
             plots.job_traces(rounds, chosen, f"{focus}, {caption}"),
             f"GPUs and batch size over time of {', '.join(chosen)} under {focus}.",
         )
 
 
-def _longest(jobs: pd.DataFrame, count: int = 3) -> list[str]:
+def longest_jobs(jobs: pd.DataFrame, count: int = 3) -> list[str]:
     """The jobs that spent the longest in the cluster (arrival to finish or last round)."""
     done = jobs[jobs["finished"].astype(bool)]
     return list(done.sort_values("jct", ascending=False)["name"].head(count))

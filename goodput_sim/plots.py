@@ -55,8 +55,12 @@ def svg_text(fig: Figure) -> str:
 
 
 def save_figure(fig: Figure, path: Path) -> None:
-    """Write a figure as PNG or SVG (by suffix), without the metadata that changes per run."""
-    metadata = {"Software": None} if path.suffix.lower() == ".png" else {"Date": None}
+    """Write a figure as PNG, SVG or PDF (by suffix), without the metadata that changes per
+    run."""
+    suffix = path.suffix.lower()
+    metadata = {".png": {"Software": None}, ".pdf": {"CreationDate": None}}.get(
+        suffix, {"Date": None}
+    )
     fig.savefig(path, dpi=120, metadata=metadata)
 
 

@@ -184,6 +184,12 @@ def check_workload(
     A job larger than the cluster can never be placed: without this check the gang policies
     (fifo, tiresias) would wait for it forever and the run would never end.
     """
+    missing = [c for c in WORKLOAD_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(
+            source,
+            f"missing column(s) {', '.join(missing)}; expected {', '.join(WORKLOAD_COLUMNS)}",
+        )
     known = None if applications is None else sorted(set(applications))
     profiles = applications if isinstance(applications, Mapping) else {}
     columns = ("name", "application", "num_replicas", "batch_size")

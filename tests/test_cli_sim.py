@@ -559,6 +559,15 @@ def test_plot_timeline_and_errors(small_csv, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "holds no results" in _one_line_error(invoke("plot", empty))
-    assert "expected a .png or .svg" in _one_line_error(
+    assert "expected a .png, .svg, .pdf file" in _one_line_error(
         invoke("plot", out, "-o", tmp_path / "x.gif")
     )
+    pdf = invoke("plot", out, "--kind", "cdf", "-o", tmp_path / "cdf.pdf")
+    assert pdf.exit_code == 0 and (tmp_path / "cdf.pdf").read_bytes()[:4] == b"%PDF"
+    again = tmp_path / "again.pdf"
+    assert invoke("plot", out, "--kind", "cdf", "-o", again).exit_code == 0
+    assert again.read_bytes() == (tmp_path / "cdf.pdf").read_bytes()  # no dates inside
+    jobs = invoke("plot", out, "--kind", "jobs")  # the three longest jobs by default
+    assert jobs.exit_code == 0 and (out / "jobs.png").is_file()
+    unknown = _one_line_error(invoke("plot", out, "--kind", "jobs", "--jobs", "nope"))
+    assert "unknown job(s) nope; the run has " in unknown

@@ -11,6 +11,7 @@ from goodput_sim.errors import InputError
 
 RUN_KINDS = ("cdf", "bars", "apps", "types", "utilization", "nodes", "timeline", "jobs")
 SWEEP_KINDS = ("load", "bars")
+FORMATS = (".png", ".svg", ".pdf")  # what matplotlib writes that a paper takes
 
 
 @main.command("plot")
@@ -24,16 +25,26 @@ SWEEP_KINDS = ("load", "bars")
     "load or bars for a sweep [default: cdf, or load for a sweep].",
 )
 @click.option("--policy", default=None, help="The policy a timeline or jobs figure draws.")
-@click.option("--jobs", default=None, help="Comma-separated job names for --kind jobs.")
+@click.option(
+    "--jobs",
+    default=None,
+    help="Comma-separated job names for --kind jobs [default: the three longest].",
+)
+@click.option("--load", type=float, default=None, help="The load a sweep's bars figure draws.")
 @click.option(
     "-o",
     "--output",
     type=click.Path(path_type=Path),
     default=None,
-    help="PNG or SVG file (default: RESULTS/<kind>.png).",
+    help="PNG, SVG or PDF file (default: RESULTS/<kind>.png).",
 )
 def plot_cmd(
-    results: Path, kind: str | None, policy: str | None, jobs: str | None, output: Path | None
+    results: Path,
+    kind: str | None,
+    policy: str | None,
+    jobs: str | None,
+    load: float | None,
+    output: Path | None,
 ) -> None:
     """Redraw a figure from a run, comparison or sweep results folder, without rerunning."""
     from goodput_sim import plots
@@ -45,15 +56,22 @@ def plot_cmd(
     if kind not in allowed:
         raise InputError("--kind", f"{kind} does not apply to a {data.kind}; use {allowed}")
     output = output or results / f"{kind}.png"
-    if output.suffix.lower() not in (".png", ".svg"):
-        raise InputError("--output", f"expected a .png or .svg file, got {output.name!r}")
+    if output.suffix.lower() not in FORMATS:
+        raise InputError("--output", f"expected a {', '.join(FORMATS)} file, got {output.name!r}")
     caption = data.caption()
     table = policy_table(data)
     if kind == "load":
         fig = plots.jct_against_load(table, caption)
     elif kind == "bars":
-        if table["load"].nunique() > 1:
-            raise InputError("--kind", "bars draws one load; the sweep has several: use load")
+        loads = sorted(table["load"].unique())
+        if load is not None:
+            if load not in loads:
+                raise InputError("--load", f"no runs at load {load:g}; loads: {loads}")
+            table = table[table["load"] == load]
+        elif len(loads) > 1:
+            raise InputError(
+                "--kind", f"bars draws one load; pick one with --load (loads: {loads})"
+            )
         fig = plots.interval_bars(table, caption=caption)
     elif kind == "cdf":
         fig = plots.jct_cdf(data.jobs, caption=caption)
@@ -79,10 +97,17 @@ def plot_cmd(
             if kind == "timeline":
                 fig = plots.allocation_timeline(data.rounds[name], name, caption)
             else:
+                from goodput_sim.html_report import longest_jobs
+
+                names = list(data.jobs[name]["name"])
                 chosen = [j.strip() for j in (jobs or "").split(",") if j.strip()]
-                unknown = sorted(set(chosen) - set(data.jobs[name]["name"]))
-                if not chosen or unknown:
-                    raise InputError("--jobs", f"name jobs of the run (unknown: {unknown})")
+                chosen = chosen or longest_jobs(data.jobs[name])  # as the HTML report picks
+                unknown = sorted(set(chosen) - set(names))
+                if unknown:
+                    shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+                    raise InputError(
+                        "--jobs", f"unknown job(s) {', '.join(unknown)}; the run has {shown}"
+                    )
                 fig = plots.job_traces(data.rounds[name], chosen, f"{name}, {caption}")
     plots.save_figure(fig, output)
     click.echo(f"wrote {output}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -189,7 +190,8 @@ _quiet_option = click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Results folder (default: results/<policy>-<workload>).",
+    help="Results folder (default: results/<policy>-<workload>-<hash of the run's settings>, "
+    "numbered if taken).",
 )
 @_force_option
 @_quiet_option
@@ -232,7 +234,8 @@ def run_cmd(
         workload = inputs["workload"] or bundled_workload()
         profiles, seed, cluster = inputs["profiles"], inputs["seed"], inputs["cluster"]
         agent, params = inputs["agent"], inputs["params"]
-    out = writable_folder(out or Path("results") / f"{policy}-{Path(workload).stem}", force=force)
+    identity = (policy, agent, params, seed, config, cluster, profiles)
+    out = writable_folder(out or default_folder(policy, workload, identity), force=force)
     result = run(policy, workload, profiles, cluster, seed, config, agent, params, not quiet)
     summary = run_summary(result)
     spec = as_cluster(cluster, config)
@@ -424,7 +427,8 @@ def _compare_and_report(
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Results folder (default: results/compare-<workload>).",
+    help="Results folder (default: results/compare-<workload>-<hash of the settings>, "
+    "numbered if taken).",
 )
 @click.option(
     "--workers",
@@ -441,7 +445,7 @@ def compare_cmd(
     """Run several policies on the same inputs; print JCT statistics and the claim check."""
     inputs, config = _split_options(options)
     workload = inputs["workload"] or bundled_workload()
-    out = out or Path("results") / f"compare-{Path(workload).stem}"
+    out = out or default_folder("compare", workload, (policies, options))
     _compare_and_report(
         parse_policies(policies), out, workers, config, fmt, **inputs, force=force, quiet=quiet
     )
@@ -658,6 +662,22 @@ def sweep_cmd(
     click.echo(
         f"\n{len(table)} runs -> {out / 'summary.csv'}; statistics: goodput-sim report {out}"
     )
+
+
+def default_folder(kind: str, workload: str | Path, identity: object) -> Path:
+    """``results/<kind>-<workload>-<hash>``: the hash names everything the results depend on
+    (``identity``), so a different run never meets a folder it may not write. A folder taken
+    by an earlier run of the same identity gets a number (``-2``, ``-3``...) instead."""
+    text = json.dumps(identity, sort_keys=True, default=repr)
+    base = (
+        Path("results")
+        / f"{kind}-{Path(workload).stem}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+    )
+    candidate, number = base, 1
+    while candidate.exists() and any(candidate.iterdir()):
+        number += 1
+        candidate = base.with_name(f"{base.name}-{number}")
+    return candidate
 
 
 def _sweep_folder(out: Path) -> Path:

@@ -222,8 +222,8 @@ def policy_names() -> list[str]:
 
 
 def policy_aliases(name: str) -> list[str]:
-    """The aliases of a registered policy."""
-    return sorted(alias for alias, target in _ALIASES.items() if target == name)
+    """The aliases of a registered policy (other names than its own)."""
+    return sorted(alias for alias, target in _ALIASES.items() if target == name != alias)
 
 
 def policy_class(name: str) -> type[Policy]:
