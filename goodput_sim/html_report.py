@@ -13,7 +13,7 @@ import pandas as pd
 
 from goodput_sim import __version__, plots
 from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
-from goodput_sim.report import Results, claim_note, claim_table, policy_table
+from goodput_sim.report import Results, claim_note, claim_table, interval_text, policy_table
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
@@ -108,8 +108,8 @@ def _policy_html(results: Results, table: pd.DataFrame) -> str:
             "runs": table["runs"],
             "avg JCT (h)": table["avg_jct_s"].map(_hours),
             "95% CI (h)": [
-                f"{_hours(lo)} - {_hours(hi)}"
-                for lo, hi in zip(table["ci_low_s"], table["ci_high_s"], strict=True)
+                interval_text(lo / 3600, hi / 3600, n, "{:.2f}")
+                for lo, hi, n in zip(table["ci_low_s"], table["ci_high_s"], table["n"], strict=True)
             ],
             "p95 JCT (h)": table["p95_jct_s"].map(_hours),
             "makespan (h)": table["makespan_s"].map(_hours),
@@ -140,7 +140,8 @@ def _claim_html(results: Results) -> str:
             "pairs": claim["pairs"],
             "avg-JCT reduction": claim["reduction"].map("{:.1%}".format),
             "95% CI": [
-                f"{a:.1%} - {b:.1%}" for a, b in zip(claim["ci_low"], claim["ci_high"], strict=True)
+                interval_text(a, b, n, "{:.1%}")
+                for a, b, n in zip(claim["ci_low"], claim["ci_high"], claim["pairs"], strict=True)
             ],
             "against the paper": claim["verdict"],
         }

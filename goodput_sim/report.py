@@ -161,11 +161,14 @@ def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
             values = part["avg_jct"].to_numpy(dtype=float)
         values = values[np.isfinite(values)]
         low, high = bootstrap_mean_ci(values, rng)
+        if len(values) < MIN_SAMPLES:  # a bootstrap of so few values is only the values
+            low = high = float("nan")
         rows.append(
             {
                 "load": float(load),
                 "policy": label,
                 "runs": len(part),
+                "n": len(values),
                 "avg_jct_s": float(part["avg_jct"].mean()),
                 "ci_low_s": low,
                 "ci_high_s": high,
@@ -179,6 +182,16 @@ def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     table["order"] = table["policy"].map({name: k for k, name in enumerate(results.labels)})
     return table.sort_values(["load", "order"]).drop(columns="order").reset_index(drop=True)
+
+
+MIN_SAMPLES = 5  # fewer values (runs, jobs or pairs) than this get no interval
+
+
+def interval_text(low: float, high: float, n: int, number: str) -> str:
+    """``[low, high] n=N``, or why there is no interval (fewer than MIN_SAMPLES values)."""
+    if n < MIN_SAMPLES:
+        return f"n={n}: too few for an interval"
+    return f"[{number.format(low)}, {number.format(high)}] n={n}"
 
 
 FAIRNESS_KEYS = ("ftf_rho_max", "ftf_rho_median", "ftf_unfair_fraction")
@@ -213,11 +226,14 @@ def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
                 paired = ours.merge(theirs, on=keys, suffixes=("_ours", "_theirs"))
                 a, b = paired["avg_jct_ours"], paired["avg_jct_theirs"]
             reduction, low, high = reduction_ci(a, b, rng)
+            pairs = int(np.isfinite(np.asarray(a, float) + np.asarray(b, float)).sum())
+            if pairs < MIN_SAMPLES:
+                low = high = float("nan")
             rows.append(
                 {
                     "load": float(load),
                     "baseline": label,
-                    "pairs": int(np.isfinite(np.asarray(a, float) + np.asarray(b, float)).sum()),
+                    "pairs": pairs,
                     "reduction": reduction,
                     "ci_low": low,
                     "ci_high": high,
@@ -267,7 +283,7 @@ def report_text(results: Results) -> str:
         f"{'worst rho':>9} {'rho>1':>6}"
     )
     for row in table.itertuples():
-        ci = f"[{row.ci_low_s / 3600:.2f}, {row.ci_high_s / 3600:.2f}]"
+        ci = interval_text(row.ci_low_s / 3600, row.ci_high_s / 3600, row.n, "{:.2f}")
         lines.append(
             f"{row.load:>5g} {row.policy:<14} {row.runs:>4} "
             f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
@@ -290,6 +306,6 @@ def report_text(results: Results) -> str:
     for row in claim_table(results).itertuples():
         lines.append(
             f"  load {row.load:<4g} vs {row.baseline:<12} {row.reduction:>7.1%} "
-            f"[{row.ci_low:>6.1%}, {row.ci_high:>6.1%}]  {row.verdict}"
+            f"{interval_text(row.ci_low, row.ci_high, row.pairs, '{:.1%}')}  {row.verdict}"
         )
     return "\n".join(lines)
