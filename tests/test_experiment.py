@@ -102,3 +102,18 @@ def test_batch_rules_cli(small_workloads, tmp_path):
     assert "lr-aware" in result.output and "(n<5)" in result.output
     bad = CliRunner().invoke(main, ["experiment", "batch-rules", "--agents", "magic"])
     assert bad.exit_code == 2 and "--agents" in bad.output
+
+
+def test_limited_adaptivity_cli(small_workloads, tmp_path):
+    out = tmp_path / "la"
+    args = ["experiment", "limited-adaptivity", "--workloads", str(small_workloads[0])]
+    args += ["--policies", "fifo,goodput", "--shares", "0,1", "--workers", "1"]
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = pd.read_csv(out / "report.csv")
+    assert len(report) == 4 and set(report["policy"]) == {"fifo", "goodput"}
+    # fifo never adapts a job, so making every job rigid changes nothing for it
+    fifo = report[report["policy"] == "fifo"].set_index("share")
+    assert fifo.loc[1.0, "avg_jct_h"] == pytest.approx(fifo.loc[0.0, "avg_jct_h"])
+    rigid = pd.read_csv(out / "workloads" / "slice-0-rigid100.csv")
+    assert (rigid["category"] == "rigid").all()

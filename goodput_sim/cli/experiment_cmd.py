@@ -60,15 +60,34 @@ def _hours(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{seconds / 3600:.2f}"
 
 
-@experiment_group.command("batch-rules")
-@click.option(
+workloads_option = click.option(
     "--workloads",
     multiple=True,
     type=click.Path(path_type=Path),
     help="Workload CSVs or folders of them (repeatable; default: the bundled workload).",
 )
+cluster_option = click.option(
+    "--cluster", default="16x4", show_default=True, help="NODESxGPUS or a YAML file."
+)
+
+
+def _workload_files(workloads: tuple[Path, ...]) -> list[Path]:
+    """``--workloads``: the CSVs given and those in the folders given (the bundled one if
+    none)."""
+    from goodput_sim.api import bundled_workload
+
+    files: list[Path] = []
+    for path in workloads or (bundled_workload(),):
+        files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    if not files:
+        raise InputError("--workloads", "no workload CSV found")
+    return files
+
+
+@experiment_group.command("batch-rules")
+@workloads_option
 @profiles_option
-@click.option("--cluster", default="16x4", show_default=True, help="NODESxGPUS or a YAML file.")
+@cluster_option
 @click.option("--agents", default=None, help="Comma-separated agent labels (default: all).")
 @click.option("--schedulers", default=None, help="Comma-separated schedulers (default: all).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
@@ -101,7 +120,6 @@ def batch_rules_cmd(
     progress models: average JCT with 95% bootstrap intervals, GPU-hours, and each agent
     against the fixed one in JCT and in seed 004's own objective (learning-rate-weighted
     noise; final loss), with paired intervals."""
-    from goodput_sim.api import bundled_workload
     from goodput_sim.experiments.batch_rules import (
         AGENTS,
         PROGRESS_MODELS,
@@ -109,11 +127,7 @@ def batch_rules_cmd(
         run_batch_rules,
     )
 
-    files: list[Path] = []
-    for path in workloads or (bundled_workload(),):
-        files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
-    if not files:
-        raise InputError("--workloads", "no workload CSV found")
+    files = _workload_files(workloads)
     result = run_batch_rules(
         files,
         out,
@@ -150,14 +164,9 @@ def batch_rules_cmd(
 
 
 @experiment_group.command("limited-adaptivity")
-@click.option(
-    "--workloads",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Workload CSVs or folders of them (repeatable; default: the bundled workload).",
-)
+@workloads_option
 @profiles_option
-@click.option("--cluster", default="16x4", show_default=True, help="NODESxGPUS or a YAML file.")
+@cluster_option
 @click.option("--policies", default="sia,goodput,gavel", show_default=True)
 @click.option(
     "--category",
@@ -180,15 +189,10 @@ def limited_adaptivity_cmd(
 ) -> None:
     """Average JCT and makespan of each policy as a growing share of jobs is rigid (or
     strong-scaling), the Sia paper's limited-adaptivity experiment."""
-    from goodput_sim.api import bundled_workload
     from goodput_sim.experiments.limited_adaptivity import run_limited_adaptivity
     from goodput_sim.policies import policy_names
 
-    files: list[Path] = []
-    for path in workloads or (bundled_workload(),):
-        files += sorted(path.glob("*.csv")) if path.is_dir() else [path]
-    if not files:
-        raise InputError("--workloads", "no workload CSV found")
+    files = _workload_files(workloads)
     try:
         values = tuple(float(s) for s in shares.split(",") if s.strip())
     except ValueError:
