@@ -9,6 +9,7 @@ import html
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from goodput_sim import __version__, plots
@@ -136,12 +137,17 @@ def _claim_html(results: Results) -> str:
     shown = pd.DataFrame(
         {
             "load": claim["load"].map("{:g}".format),
-            f"{REFERENCE_POLICY} vs": claim["baseline"],
+            "policy": claim["policy"],
+            "vs": claim["baseline"],
             "pairs": claim["pairs"],
-            "avg-JCT reduction": claim["reduction"].map("{:.1%}".format),
+            "avg-JCT reduction": [
+                "-" if np.isnan(x) else f"{x:.1%}" for x in claim["reduction"].astype(float)
+            ],
             "95% CI": [
-                interval_text(a, b, n, "{:.1%}")
-                for a, b, n in zip(claim["ci_low"], claim["ci_high"], claim["pairs"], strict=True)
+                "" if v.startswith("not paired") else interval_text(a, b, n, "{:.1%}")
+                for a, b, n, v in zip(
+                    claim["ci_low"], claim["ci_high"], claim["pairs"], claim["verdict"], strict=True
+                )
             ],
             "against the paper": claim["verdict"],
         }
@@ -149,8 +155,7 @@ def _claim_html(results: Results) -> str:
     return (
         f"<p>Goodput's reduction of average JCT against each baseline (never against its own "
         f"variants), paired on the same runs or jobs; the Pollux paper reports "
-        f"{low:.0%}-{high:.0%}.</p>"
-        + _table(shown, (f"{REFERENCE_POLICY} vs", "against the paper"))
+        f"{low:.0%}-{high:.0%}.</p>" + _table(shown, ("policy", "vs", "against the paper"))
     )
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from goodput_sim.api import baselines
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
+from goodput_sim.spec import config_from_record, values_of
 from goodput_sim.stats import bootstrap_mean_ci, reduction_ci
 
 UNIT_COLUMNS = ("workload", "seed", "cluster", "interval", "gpu_types", "settings")
@@ -83,24 +84,68 @@ def _sweep(folder: Path) -> Results:
     for column, default in (("load", 1.0), ("cluster", "16x4"), ("interval", 60.0)):
         if column not in runs:
             runs[column] = default
-    runs["label"] = _labels(runs)
+    _label_runs(runs, _sweep_conditions(runs))
     return Results(folder, "sweep", runs)
 
 
-def _labels(runs: pd.DataFrame) -> pd.Series:
-    """The policy name, with agent and parameters where one policy ran in several variants."""
-    blank = pd.Series("", index=runs.index)
-    agent = runs["agent"].astype(str) if "agent" in runs else blank
-    params = runs["params"].fillna("{}").astype(str) if "params" in runs else blank
-    variants = pd.DataFrame({"p": runs["policy"], "a": agent, "q": params})
-    several = variants.drop_duplicates().groupby("p").size()
-    out = []
-    for policy, a, q in variants.itertuples(index=False):
-        if several[policy] == 1:
-            out.append(policy)
-        else:
-            out.append(f"{policy}+{a}" + ("" if q in ("{}", "") else f" {q}"))
-    return pd.Series(out, index=runs.index)
+def _sweep_conditions(runs: pd.DataFrame) -> pd.DataFrame:
+    """What makes a sweep's cell besides its policy and load: the variant, cluster, interval
+    and each engine setting (from the ``settings`` column's JSON). Workloads and seeds are the
+    replicates pooled within a cell."""
+    columns = {c: runs[c].astype(str) for c in ("variant", "cluster", "interval") if c in runs}
+    settings = [_settings_of(text) for text in runs.get("settings", pd.Series("{}", runs.index))]
+    for name in sorted({k for given in settings for k in given}):
+        columns[name] = pd.Series([given.get(name, "default") for given in settings], runs.index)
+    return pd.DataFrame(columns, index=runs.index)
+
+
+def _settings_of(text: object) -> dict[str, str]:
+    """A ``settings`` or ``params`` cell (a JSON object) as name -> text."""
+    try:
+        given = json.loads(str(text)) if isinstance(text, str) and text else {}
+    except ValueError:
+        given = {"settings": str(text)}
+    return {k: _text(v) for k, v in given.items()} if isinstance(given, dict) else {}
+
+
+def _text(value: object) -> str:
+    """A condition's value as a label shows it."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _label_runs(runs: pd.DataFrame, conditions: pd.DataFrame) -> None:
+    """Give every run its ``label`` and ``condition``. The label is the policy name, then
+    ``name=value`` for each agent or parameter that differs between that policy's runs and
+    for each condition that differs between all the runs; ``condition`` (JSON) is what runs
+    must share to be paired in a claim check."""
+    variants = pd.DataFrame(
+        [
+            {"agent": str(agent), **_settings_of(params)}
+            for agent, params in zip(
+                runs.get("agent", pd.Series("", runs.index)),
+                runs.get("params", pd.Series("{}", runs.index)).fillna("{}"),
+                strict=True,
+            )
+        ],
+        index=runs.index,
+    ).fillna("default")
+    parts = pd.Series([[] for _ in runs.index], index=runs.index)
+    for _, rows in variants.groupby(runs["policy"], sort=False):
+        for name in [c for c in rows if rows[c].nunique() > 1]:
+            for k in rows.index:
+                parts[k] = [*parts[k], f"{name}={rows.at[k, name]}"]
+    differing = [c for c in conditions if conditions[c].nunique() > 1]
+    runs["label"] = [
+        " ".join([policy, *parts[k], *(f"{c}={conditions.at[k, c]}" for c in differing)])
+        for k, policy in runs["policy"].items()
+    ]
+    runs["condition"] = [json.dumps(dict(row), sort_keys=True) for _, row in conditions.iterrows()]
+
+
+def unlike(a: str, b: str) -> list[str]:
+    """The conditions in which two runs' ``condition`` JSONs differ."""
+    first, second = json.loads(a), json.loads(b)
+    return sorted(k for k in first.keys() | second.keys() if first.get(k) != second.get(k))
 
 
 def _comparison(folder: Path) -> Results:
@@ -115,36 +160,49 @@ def _comparison(folder: Path) -> Results:
     if not folders:
         raise InputError(folder, "holds no results (no summary.csv or manifest.json in it)")
     results = Results(folder, "comparison", pd.DataFrame())
-    rows = []
+    rows, conditions, tables = [], [], []
     for run in folders:
         try:
             manifest = json.loads((run / "manifest.json").read_text())
-            label = manifest["policy"]["name"]
+            policy = manifest["policy"]["name"]
             summary = dict(manifest["summary"])
             jobs = pd.read_csv(run / "jobs.csv")
+            settings = values_of(config_from_record(manifest.get("config", {})))
         except (OSError, ValueError, KeyError, TypeError, pd.errors.EmptyDataError):
             raise InputError(run / "manifest.json", "is not a readable results manifest") from None
-        results.manifests[label] = manifest
-        results.jobs[label] = jobs
         rounds = run / "rounds.csv"
-        if rounds.is_file():
-            results.rounds[label] = pd.read_csv(rounds, keep_default_na=False)
+        rounds = pd.read_csv(rounds, keep_default_na=False) if rounds.is_file() else None
+        tables.append((manifest, jobs, rounds))
         source = manifest.get("workload_source") or {}
+        unit = {
+            "workload": Path(str(manifest.get("inputs", {}).get("workload"))).stem,
+            "load": float(source.get("load", 1.0)),
+            "seed": manifest.get("seed", 0),
+            "cluster": "+".join(
+                f"{g['nodes']}x{g['gpus_per_node']}" for g in manifest["cluster"]["groups"]
+            ),
+        }
+        conditions.append({**unit, **settings})
         rows.append(
             {
-                "label": label,
-                "policy": label,
-                "workload": Path(str(manifest.get("inputs", {}).get("workload"))).stem,
-                "load": float(source.get("load", 1.0)),
-                "seed": manifest.get("seed", 0),
-                "cluster": "+".join(
-                    f"{g['nodes']}x{g['gpus_per_node']}" for g in manifest["cluster"]["groups"]
-                ),
-                "interval": manifest.get("config", {}).get("interval", 60.0),
+                "policy": policy,
+                "agent": (manifest.get("agent") or {}).get("name", ""),
+                "params": json.dumps(manifest.get("params") or {}, sort_keys=True),
+                **unit,
+                "interval": settings["interval"],
                 **{k: (np.nan if v is None else v) for k, v in summary.items()},
             }
         )
-    results.runs = pd.DataFrame(rows)
+    runs = pd.DataFrame(rows)
+    _label_runs(runs, pd.DataFrame([{k: _text(v) for k, v in c.items()} for c in conditions]))
+    taken = runs["label"].duplicated(keep=False)  # the same run twice: name it by its folder
+    runs.loc[taken, "label"] += [f" [{f.name}]" for f, t in zip(folders, taken, strict=True) if t]
+    for label, (manifest, jobs, rounds) in zip(runs["label"], tables, strict=True):
+        results.manifests[label] = manifest
+        results.jobs[label] = jobs
+        if rounds is not None:
+            results.rounds[label] = rounds
+    results.runs = runs
     return results
 
 
@@ -205,42 +263,61 @@ def _mean_of(part: pd.DataFrame, key: str) -> float:
 
 def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
     """Per load: goodput's average-JCT reduction against each baseline, with a paired 95%
-    bootstrap interval, and where it falls against the paper's 37-50%. Empty when goodput or
-    every baseline is missing (``claim_note`` says which)."""
+    bootstrap interval, and where it falls against the paper's 37-50%. Runs that differ in
+    anything but the policy (seed, settings, cluster...) are never paired: each goodput variant
+    is set against the baselines run like it, or, when there is none, a row per baseline says
+    what differs. Empty when goodput or every baseline is missing (``claim_note`` says
+    which)."""
     rng = np.random.default_rng(seed)
     runs = results.runs
-    if REFERENCE_POLICY not in set(runs["label"]):
+    if REFERENCE_POLICY not in set(runs["policy"]):
         return pd.DataFrame()
     others = [n for n in baselines(set(runs["policy"])) if n in set(runs["policy"])]
     rows = []
     for load, part in runs.groupby("load", sort=True):
-        ours = part[part["label"] == REFERENCE_POLICY]
-        for label in [x for x in results.labels if x in set(part["label"])]:
-            theirs = part[part["label"] == label]
-            if theirs["policy"].iloc[0] not in others:
-                continue
-            if results.kind == "comparison":
-                a, b = _paired_jobs(results.jobs[REFERENCE_POLICY], results.jobs[label])
-            else:
-                keys = [c for c in UNIT_COLUMNS if c in part]
-                paired = ours.merge(theirs, on=keys, suffixes=("_ours", "_theirs"))
-                a, b = paired["avg_jct_ours"], paired["avg_jct_theirs"]
-            reduction, low, high = reduction_ci(a, b, rng)
-            pairs = int(np.isfinite(np.asarray(a, float) + np.asarray(b, float)).sum())
-            if pairs < MIN_SAMPLES:
-                low = high = float("nan")
-            rows.append(
-                {
-                    "load": float(load),
-                    "baseline": label,
-                    "pairs": pairs,
-                    "reduction": reduction,
-                    "ci_low": low,
-                    "ci_high": high,
-                    "verdict": _verdict(reduction, low, high),
-                }
-            )
-    return pd.DataFrame(rows)
+        labels = [x for x in results.labels if x in set(part["label"])]
+        condition = part.groupby("label")["condition"].first()
+        policy = part.groupby("label")["policy"].first()
+        for mine in [x for x in labels if policy[x] == REFERENCE_POLICY]:
+            theirs = [x for x in labels if policy[x] in others]
+            like = [x for x in theirs if not unlike(condition[mine], condition[x])]
+            for label in like or theirs:  # no like baseline: each says what differs
+                row = {"load": float(load), "policy": mine, "baseline": label}
+                differ = unlike(condition[mine], condition[label])
+                if differ:
+                    rows.append({**row, "pairs": 0, "verdict": f"not paired: {_differ(differ)}"})
+                    continue
+                ours, theirs = part[part["label"] == mine], part[part["label"] == label]
+                if results.kind == "comparison":
+                    a, b = _paired_jobs(results.jobs[mine], results.jobs[label])
+                else:
+                    keys = [c for c in UNIT_COLUMNS if c in part]
+                    paired = ours.merge(theirs, on=keys, suffixes=("_ours", "_theirs"))
+                    a, b = paired["avg_jct_ours"], paired["avg_jct_theirs"]
+                reduction, low, high = reduction_ci(a, b, rng)
+                pairs = int(np.isfinite(np.asarray(a, float) + np.asarray(b, float)).sum())
+                if pairs < MIN_SAMPLES:
+                    low = high = float("nan")
+                rows.append(
+                    {
+                        **row,
+                        "pairs": pairs,
+                        "reduction": reduction,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "verdict": _verdict(reduction, low, high),
+                    }
+                )
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+CLAIM_COLUMNS = ("load", "policy", "baseline", "pairs", "reduction", "ci_low", "ci_high", "verdict")
+
+
+def _differ(names: list[str]) -> str:
+    """``the runs differ in seed, horizon`` (at most four names)."""
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"the runs differ in {shown}"
 
 
 def _paired_jobs(ours: pd.DataFrame, theirs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -264,8 +341,7 @@ def _verdict(reduction: float, low: float, high: float) -> str:
 
 def claim_note(results: Results) -> str:
     """Why there is no claim check, or an empty string when there is one."""
-    labels = set(results.runs["label"])
-    if REFERENCE_POLICY not in labels:
+    if REFERENCE_POLICY not in set(results.runs["policy"]):
         return "claim check: needs the goodput policy in the results"
     if not baselines(set(results.runs["policy"])):
         return "claim check: no baseline in the results to set goodput against"
@@ -277,15 +353,17 @@ def report_text(results: Results) -> str:
     lines = [f"{results.kind} {results.folder}: {results.caption()}", ""]
     table = policy_table(results)
     over = "runs" if results.kind == "sweep" else "jobs"
+    wide = max([14, *map(len, results.labels)])
     lines.append(
-        f"{'load':>5} {'policy':<14} {'runs':>4} {'avg JCT (h) [95% CI over ' + over + ']':>34} "
+        f"{'load':>5} {'policy':<{wide}} {'runs':>4} "
+        f"{'avg JCT (h) [95% CI over ' + over + ']':>34} "
         f"{'p95 (h)':>8} {'makespan (h)':>12} {'GPU util':>8} {'unfinished':>10} "
         f"{'worst rho':>9} {'rho>1':>6}"
     )
     for row in table.itertuples():
         ci = interval_text(row.ci_low_s / 3600, row.ci_high_s / 3600, row.n, "{:.2f}")
         lines.append(
-            f"{row.load:>5g} {row.policy:<14} {row.runs:>4} "
+            f"{row.load:>5g} {row.policy:<{wide}} {row.runs:>4} "
             f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
             f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10} "
             f"{row.ftf_rho_max:>9.2f} {row.ftf_unfair_fraction:>6.0%}"
@@ -303,9 +381,19 @@ def report_text(results: Results) -> str:
         f"claim check: goodput's average-JCT reduction vs each baseline, 95% paired bootstrap CI "
         f"(Pollux paper: {low:.0%}-{high:.0%})"
     )
-    for row in claim_table(results).itertuples():
+    claim = claim_table(results)
+    several = claim["policy"].nunique() > 1 or (claim["policy"] != REFERENCE_POLICY).any()
+    pairs = [
+        f"{a} vs {b}" if several else f"vs {b}"
+        for a, b in zip(claim["policy"], claim["baseline"], strict=True)
+    ]
+    wide = max([15, *map(len, pairs)])
+    for row, pair in zip(claim.itertuples(), pairs, strict=True):
+        if row.verdict.startswith("not paired"):
+            lines.append(f"  load {row.load:<4g} {pair:<{wide}} {row.verdict}")
+            continue
         lines.append(
-            f"  load {row.load:<4g} vs {row.baseline:<12} {row.reduction:>7.1%} "
+            f"  load {row.load:<4g} {pair:<{wide}} {row.reduction:>7.1%} "
             f"{interval_text(row.ci_low, row.ci_high, row.pairs, '{:.1%}')}  {row.verdict}"
         )
     return "\n".join(lines)

@@ -211,3 +211,63 @@ def test_bootstrap_intervals_cover_known_means():
     base = rng.uniform(1, 3, 400)
     reduction, low, high = reduction_ci(0.6 * base, base, np.random.default_rng(0))
     assert reduction == pytest.approx(0.4) and low <= 0.4 <= high
+
+
+def test_report_keeps_unlike_runs_apart_and_never_pairs_them(small_csv, tmp_path):
+    """Runs of one policy with other settings, seeds or agents are separate rows, each labelled
+    by what differs; a claim check pairs only runs that differ in nothing but the policy, and
+    says what differs when it refuses (issue 22, friction 2)."""
+    head = ["run", "--workload", str(small_csv), "--horizon", "20000"]
+    made = {
+        "a": ["--policy", "goodput", "--param", "p=-0.5"],
+        "b": ["--policy", "goodput", "--seed", "3"],
+        "c": ["--policy", "tiresias"],
+        "d": ["--policy", "tiresias", "--agent", "goodput"],
+        "e": ["--policy", "tiresias"],  # the same run as c
+    }
+    for name, args in made.items():
+        done = CliRunner().invoke(main, [*head, *args, "--out", str(tmp_path / "all" / name)])
+        assert done.exit_code == 0, done.output
+    results = load_results(tmp_path / "all")
+    assert results.labels == [
+        "goodput p=-0.5 seed=0",
+        "goodput p=default seed=3",
+        "tiresias agent=fixed seed=0 [c]",
+        "tiresias agent=goodput seed=0",
+        "tiresias agent=fixed seed=0 [e]",
+    ]
+    table = policy_table(results).set_index("policy")
+    for name, label in zip("abcde", results.labels, strict=True):
+        jobs = pd.read_csv(tmp_path / "all" / name / "jobs.csv")
+        assert table.loc[label, "avg_jct_s"] == pytest.approx(jobs["jct"].mean())
+        assert results.jobs[label]["jct"].equals(jobs["jct"])
+    claim = claim_table(results).set_index(["policy", "baseline"])
+    assert len(claim) == 6
+    for (mine, theirs), row in claim.iterrows():
+        if "seed=3" in mine:
+            assert row.pairs == 0 and row.verdict == "not paired: the runs differ in seed"
+        else:
+            assert row.pairs == 40 and np.isfinite(row.reduction)
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "all")]).output
+    assert "goodput p=default seed=3 vs tiresias agent=goodput seed=0" in text
+    assert text.count("not paired: the runs differ in seed") == 3
+
+
+def test_a_sweep_report_keeps_cells_with_other_settings_apart(small_csv, tmp_path):
+    """A sweep over two intervals and a setting reports each (policy, interval, setting) cell
+    on its own row instead of pooling them, and pairs only within a cell."""
+    sweep(
+        ["fifo", "goodput"],
+        [small_csv],
+        tmp_path,
+        intervals=(60, 120),
+        settings={"restart_delay": [30, 60]},
+        progress=False,
+    )
+    results = load_results(tmp_path)
+    assert len(results.labels) == 8 and "goodput interval=120.0 restart_delay=60" in results.labels
+    assert set(policy_table(results)["runs"]) == {1}
+    claim = claim_table(results)
+    assert len(claim) == 4 and (claim["pairs"] == 1).all()
+    for row in claim.itertuples():
+        assert row.baseline == row.policy.replace("goodput", "fifo")
