@@ -22,7 +22,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
 table { border-collapse: collapse; margin: 0.6em 0; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.7em; text-align: right; }
 th:first-child, td:first-child, td.text { text-align: left; }
-figure { margin: 1.2em 0; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 1.2em 0; } figure svg { width: 100%; height: auto; }
 figcaption { color: #555; font-size: 0.9em; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 #self-check { color: #555; font-size: 0.85em; margin-top: 2em; }
@@ -187,10 +187,11 @@ def _figures(results: Results, table: pd.DataFrame, caption: str, jobs: list[str
             REFERENCE_POLICY if REFERENCE_POLICY in results.rounds else next(iter(results.rounds))
         )
         rounds = results.rounds[focus]
-        yield plots.allocation_timeline(rounds, focus, caption), f"Allocation timeline of {focus}."
+        alone = results.caption(policies=False)
+        yield plots.allocation_timeline(rounds, focus, alone), f"Allocation timeline of {focus}."
         chosen = jobs or longest_jobs(results.jobs[focus])
         yield (
-            plots.job_traces(rounds, chosen, f"{focus}, {caption}"),
+            plots.job_traces(rounds, chosen, f"{focus}, {alone}"),
             f"GPUs and batch size over time of {', '.join(chosen)} under {focus}.",
         )
 

@@ -19,6 +19,38 @@ from matplotlib.figure import Figure
 
 # Okabe-Ito: distinguishable with the common forms of colour blindness.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+POLICY_COLORS = {
+    "goodput": "#0072B2",
+    "tiresias": "#E69F00",
+    "sia": "#009E73",
+    "gavel": "#CC79A7",
+    "fifo": "#56B4E9",
+    "optimus": "#D55E00",
+    "throughput": "#000000",
+    "goodput-ga": "#00446B",  # goodput's blue, darker: a variant of it
+}
+"""Each policy's colour in every figure, whatever else a figure shows, so figures agree."""
+
+
+def policy_colors(labels: list[str]) -> dict[str, str]:
+    """A colour per label: its policy's (the label's first word); a policy's further variants
+    in one figure get lighter tints of it, and labels of unknown policies the spare grey and
+    yellow, by order."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    out: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    spare = iter(["#999999", "#F0E442"] * len(labels))
+    for label in labels:
+        base = label.split(" ")[0]
+        if base not in POLICY_COLORS:
+            out[label] = next(spare)
+            continue
+        k = seen[base] = seen.get(base, -1) + 1
+        mix = 1 - 0.6**k  # 0, 0.4, 0.64, ... of the way to white
+        tint = tuple(c + (1 - c) * mix for c in to_rgb(POLICY_COLORS[base]))
+        out[label] = POLICY_COLORS[base] if k == 0 else to_hex(tint)
+    return out
 
 
 class DisplayFigure(Figure):
@@ -64,6 +96,28 @@ def save_figure(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=120, metadata=metadata)
 
 
+def _log_scale(ax, which: str) -> None:
+    """``ax``'s ``which`` ("x" or "y") axis on a log scale, labelled at 1, 2 and 5 per decade
+    in plain numbers (0.02, 0.05, 0.1): short labels that stay apart, unlike matplotlib's
+    2x10^-2 minor labels."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set(**{f"{which}scale": "log"})
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0), numticks=9))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def legend_outside(ax, source=None, **options) -> None:
+    """The legend (of ``source``'s artists, by default ``ax``'s) right of ``ax``, where it
+    covers no line, bar or interval."""
+    handles, labels = (source or ax).get_legend_handles_labels()
+    if handles:
+        options = {"fontsize": "small", **options}
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), **options)
+
+
 def _titled(ax, title: str, caption: str) -> None:
     """``title: caption``, wrapped to the width of a figure."""
     text = f"{title}: {caption}" if caption else title
@@ -78,25 +132,25 @@ def jct_cdf(
     legend, rather than dropping them silently."""
     fig = new_figure()
     ax = fig.subplots()
-    for k, (name, jobs) in enumerate(jobs_by_policy.items()):
+    colors = policy_colors(list(jobs_by_policy))
+    for name, jobs in jobs_by_policy.items():
         finished = jobs["finished"].astype(bool)
         jct = np.sort(jobs.loc[finished, "jct"].to_numpy(dtype=float)) / 3600.0
         unfinished = int((~finished).sum())
         label = name + (f" ({unfinished} unfinished)" if unfinished else "")
-        color = PALETTE[k % len(PALETTE)]
+        color = colors[name]
         if jct.size:
             ax.step(
                 jct, np.arange(1, jct.size + 1) / len(jobs), where="post", label=label, color=color
             )
             if unfinished:
                 ax.plot(jct[-1], jct.size / len(jobs), marker="x", markersize=9, color=color)
-    ax.set_xscale("log")
+    _log_scale(ax, "x")
     ax.set_xlabel("job completion time (hours)")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
     ax.grid(True, which="both", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower right", fontsize="small")
+    legend_outside(ax)
     _titled(ax, "JCT CDF", caption)
     return _save(fig, path)
 
@@ -115,20 +169,24 @@ def avg_jct_bars(
     if intervals:
         bounds = np.array([intervals.get(n, (np.nan, np.nan)) for n in names], dtype=float) / 3600
         errors = np.nan_to_num(np.abs(np.stack([values - bounds[:, 0], bounds[:, 1] - values])))
-    fig = new_figure()
+    fig = new_figure(max(6.4, 1.1 * len(names) + 1.5))
     ax = fig.subplots()
-    colors = [PALETTE[0] if n == "goodput" else "#999999" for n in names]
-    bars = ax.bar(names, values, color=colors, yerr=errors, capsize=4)
-    for bar, value in zip(bars, values, strict=True):
-        ax.annotate(
-            f"{value:.2f}",
-            (bar.get_x() + bar.get_width() / 2, value),
-            ha="left",
+    colors = policy_colors(names)
+    x = np.arange(len(names))
+    bars = ax.bar(x, values, color=[colors[n] for n in names], yerr=errors, capsize=4)
+    tops = values + (errors[1] if errors is not None else 0.0)
+    for bar, value, top in zip(bars, values, tops, strict=True):
+        ax.annotate(  # above the interval's cap, never across it
+            f"{value:.3g}",
+            (bar.get_x() + bar.get_width() / 2, top),
+            ha="center",
             va="bottom",
-            xytext=(3, 0),
+            xytext=(0, 3),
             textcoords="offset points",
             fontsize="small",
         )
+    ax.set_ylim(0, 1.15 * max(float(np.nanmax(tops)) if len(names) else 0.0, 1e-9))
+    ax.set_xticks(x, ["\n".join(textwrap.wrap(n, 14)) for n in names])
     ax.set_ylabel("average JCT (hours)")
     ax.set_xlabel("policy")
     ci = ", 95% bootstrap CI" if intervals else ""
@@ -149,9 +207,10 @@ def jct_against_load(table: pd.DataFrame, caption: str = "") -> Figure:
     ``report`` table: columns load, policy, avg_jct_s, ci_low_s, ci_high_s)."""
     fig = new_figure(7.0, 4.4)
     ax = fig.subplots()
-    for k, (name, part) in enumerate(table.groupby("policy", sort=False)):
+    colors = policy_colors(list(dict.fromkeys(table["policy"])))
+    for name, part in table.groupby("policy", sort=False):
         part = part.sort_values("load")
-        color = PALETTE[k % len(PALETTE)]
+        color = colors[name]
         ax.plot(part["load"], part["avg_jct_s"] / 3600, marker="o", label=name, color=color)
         ax.fill_between(
             part["load"],
@@ -164,7 +223,7 @@ def jct_against_load(table: pd.DataFrame, caption: str = "") -> Figure:
     ax.set_xlabel("load (arrival rate relative to 1.0x)")
     ax.set_ylabel("average JCT (hours)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_outside(ax)
     _titled(ax, "Average JCT against load, 95% bootstrap CI", caption)
     return _save(fig, None)
 
@@ -207,7 +266,7 @@ def batch_rules_figure(
             what = {"jct": "average JCT", "lr_noise": "LR-weighted noise"}.get(key, "final loss")
             ax.set_ylabel(f"{what} / fixed batch's")
             ax.set_title(f"progress model {model}: {what}", fontsize="medium")
-    axes[0][0].legend(title="batch agent", fontsize="x-small", ncols=2)
+    legend_outside(axes[0][-1], axes[0][0], title="batch agent", fontsize="x-small")
     count = len(workloads or [])
     on = f" on {cluster}" if cluster else ""
     fig.suptitle(f"Batch agents against the fixed batch: {count} workload(s){on}, 95% paired CI")
@@ -221,26 +280,42 @@ def critical_batch_figure(trajectories, path: Path | None = None) -> Figure:
     ax = fig.subplots()
     for k, t in enumerate(trajectories):
         ax.plot(t.progress, t.noise_scale, label=t.application, color=PALETTE[k % len(PALETTE)])
-    ax.set_yscale("log")
+    _log_scale(ax, "y")
     ax.set_xlabel("fraction of training progress")
     ax.set_ylabel("critical batch B_noise (examples)")
     ax.set_title("Critical batch across training, bundled profiles (batch M0)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    legend_outside(ax)
     return _save(fig, path)
 
 
-def caption_of(manifests: dict[str, dict]) -> str:
-    """Workload, cluster and policies of saved runs, for a figure's title."""
+def caption_of(manifests: dict[str, dict], policies: bool = True) -> str:
+    """Workload, cluster and (unless ``policies`` is false, for a figure of one policy) the
+    policies of saved runs, for a figure's title. An autoscaled cluster shows its node range."""
     first = next(iter(manifests.values()))
     workload = Path(str(first.get("inputs", {}).get("workload") or "?")).stem
     source = first.get("workload_source") or {}
     if source.get("kind") == "file":
         workload = Path(source["path"]).stem
     load = source.get("load", 1.0)
-    groups = first.get("cluster", {}).get("groups") or [{}]
-    shape = "+".join(f"{g.get('nodes', '?')}x{g.get('gpus_per_node', '?')}" for g in groups)
-    return f"{workload} at load {load:g}, {shape} GPUs, {', '.join(manifests)}"
+    text = f"{workload} at load {load:g}, {cluster_text(first)} GPUs"
+    return f"{text}, {', '.join(manifests)}" if policies else text
+
+
+def cluster_text(manifest: dict) -> str:
+    """``16x4``, ``8x4+4x8`` per node group, or ``4-32x4`` when autoscaling bounds the nodes
+    (a group's own bounds, else the run's)."""
+    groups = manifest.get("cluster", {}).get("groups") or [{}]
+    scaling = (manifest.get("config") or {}).get("autoscale") or {}
+    parts = []
+    for g in groups:
+        low = g.get("min_nodes", scaling.get("min_nodes") if len(groups) == 1 else None)
+        high = g.get("max_nodes", scaling.get("max_nodes") if len(groups) == 1 else None)
+        nodes = g.get("nodes", "?")
+        if scaling and (low is not None or high is not None):
+            nodes = f"{0 if low is None else low}-{nodes if high is None else high}"
+        parts.append(f"{nodes}x{g.get('gpus_per_node', '?')}")
+    return "+".join(parts)
 
 
 def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "") -> Figure:
@@ -249,15 +324,16 @@ def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "
     fig = new_figure(8.0, 4.2)
     ax = fig.subplots()
     width = 0.8 / max(len(jobs_by_policy), 1)
+    colors = policy_colors(list(jobs_by_policy))
     for k, (name, jobs) in enumerate(jobs_by_policy.items()):
         done = jobs[jobs["finished"].astype(bool)]
         means = done.groupby("application")["jct"].mean().reindex(apps) / 3600
         x = np.arange(len(apps)) + (k - (len(jobs_by_policy) - 1) / 2) * width
-        ax.bar(x, means.to_numpy(dtype=float), width, label=name, color=PALETTE[k % len(PALETTE)])
+        ax.bar(x, means.to_numpy(dtype=float), width, label=name, color=colors[name])
     ax.set_xticks(np.arange(len(apps)), apps)
     ax.set_ylabel("average JCT of finished jobs (hours)")
     _titled(ax, "JCT by application", caption)
-    ax.legend(fontsize="small")
+    legend_outside(ax)
     return _save(fig, None)
 
 
@@ -265,25 +341,35 @@ def utilization_over_time(
     rounds_by_policy: dict[str, pd.DataFrame], total_gpus: int, caption: str = ""
 ) -> Figure:
     """GPUs in use (fraction of the cluster) and queued jobs over time, per policy."""
+    from matplotlib.ticker import MaxNLocator
+
     fig = new_figure(8.0, 5.0)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    for k, (name, rounds) in enumerate(rounds_by_policy.items()):
+    colors = policy_colors(list(rounds_by_policy))
+    for name, rounds in rounds_by_policy.items():
         hours = rounds["time"].to_numpy(dtype=float) / 3600
-        color = PALETTE[k % len(PALETTE)]
+        color = colors[name]
         top.step(hours, rounds["gpus_in_use"] / total_gpus, where="post", label=name, color=color)
         bottom.step(hours, rounds["queued"], where="post", color=color)
-    top.set_ylabel("GPU utilisation (fraction)")
+    top.set_ylabel("GPUs in use\n(fraction)")
     top.set_ylim(0, 1.05)
-    top.legend(fontsize="small")
+    legend_outside(top)
     bottom.set_ylabel("queued jobs")
+    bottom.set_ylim(bottom=0)
+    bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
     bottom.set_xlabel("time (hours)")
+    fig.align_ylabels([top, bottom])
     _titled(top, "Utilisation and queue", caption)
     return _save(fig, None)
 
 
 def allocation_timeline(rounds: pd.DataFrame, policy: str, caption: str = "") -> Figure:
-    """GPUs held by each job over time, one lane per job (colour: GPU count)."""
+    """GPUs held by each job over time, one lane per job (colour: GPU count, on a colour
+    bar)."""
     from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.ticker import MaxNLocator
 
     names: dict[str, int] = {}
     segments = []
@@ -296,13 +382,16 @@ def allocation_timeline(rounds: pd.DataFrame, policy: str, caption: str = "") ->
     fig = new_figure(9.0, max(3.0, min(12.0, 0.04 * len(names) + 2)))
     ax = fig.subplots()
     most = max((s[3] for s in segments), default=1)
-    cmap = colormaps["viridis"]
+    scale = ScalarMappable(Normalize(0, most), colormaps["viridis"])
     for lane, start, length, gpus in segments:
-        ax.barh(lane, length, left=start, height=0.9, color=cmap(gpus / most), linewidth=0)
+        ax.barh(lane, length, left=start, height=0.9, color=scale.to_rgba(gpus), linewidth=0)
+    bar = fig.colorbar(scale, ax=ax, label="GPUs held", pad=0.02)
+    bar.locator = MaxNLocator(integer=True)
+    bar.update_ticks()
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("job (in order of first allocation)")
     ax.set_ylim(-1, max(len(names), 1))
-    _titled(ax, f"GPUs per job over time, {policy} (darker = fewer GPUs, max {most})", caption)
+    _titled(ax, f"GPUs per job over time, {policy}", caption)
     return _save(fig, None)
 
 
@@ -333,10 +422,11 @@ def job_traces(rounds: pd.DataFrame, names: list[str], caption: str = "") -> Fig
             top.step(times[span], gpus[span], where="post", label=name, color=color)
             bottom.step(times[span], batch[span], where="post", color=color)
     top.set_ylabel("GPUs")
-    top.legend(fontsize="small")
-    bottom.set_ylabel("total batch size (examples)")
-    bottom.set_yscale("log")
+    legend_outside(top)
+    bottom.set_ylabel("total batch\n(examples)")
+    _log_scale(bottom, "y")
     bottom.set_xlabel("time (hours)")
+    fig.align_ylabels([top, bottom])
     _titled(top, "GPUs and batch size over time", caption)
     return _save(fig, None)
 
@@ -350,9 +440,10 @@ def cluster_size_over_time(
     else nodes up x ``gpus_per_node`` (one node shape)."""
     fig = new_figure(8.0, 5.0)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    for k, (name, rounds) in enumerate(rounds_by_policy.items()):
+    colors = policy_colors(list(rounds_by_policy))
+    for name, rounds in rounds_by_policy.items():
         hours = rounds["time"].to_numpy(dtype=float) / 3600
-        color = PALETTE[k % len(PALETTE)]
+        color = colors[name]
         up = rounds["nodes_up"].to_numpy(dtype=float)
         offline = (rounds["nodes_starting"] + rounds["nodes_down"]).to_numpy(dtype=float)
         top.step(hours, up, where="post", label=name, color=color)
@@ -365,11 +456,12 @@ def cluster_size_over_time(
         with np.errstate(divide="ignore", invalid="ignore"):
             used = rounds["gpus_in_use"].to_numpy(dtype=float) / gpus_up
         bottom.step(hours, used, where="post", color=color)
-    top.set_ylabel("nodes (dotted: booting or failed)")
-    top.legend(fontsize="small")
-    bottom.set_ylabel("GPU utilisation of nodes up")
+    top.set_ylabel("nodes up\n(dotted: booting\nor failed)")
+    legend_outside(top)
+    bottom.set_ylabel("GPUs in use\n(fraction of up)")
     bottom.set_ylim(0, 1.05)
     bottom.set_xlabel("time (hours)")
+    fig.align_ylabels([top, bottom])
     _titled(top, "Cluster size and utilisation", caption)
     return _save(fig, None)
 
@@ -394,6 +486,6 @@ def gpu_hours_by_type(summaries: dict[str, dict], caption: str = "") -> Figure:
         bottom += values
     ax.set_ylabel("GPU-hours allocated")
     ax.set_xlabel("policy")
-    ax.legend(title="GPU type", fontsize="small")
+    legend_outside(ax, title="GPU type")
     _titled(ax, "GPU-hours by GPU type", caption)
     return _save(fig, None)

@@ -43,12 +43,13 @@ class Results:
     def labels(self) -> list[str]:
         return list(dict.fromkeys(self.runs["label"]))
 
-    def caption(self) -> str:
-        """Workloads, loads, cluster(s) and policies, for figure titles."""
+    def caption(self, policies: bool = True) -> str:
+        """Workloads, loads, cluster(s) and (unless ``policies`` is false, for a figure of one
+        policy) the policies, for figure titles."""
         if self.kind == "comparison":
             from goodput_sim.plots import caption_of
 
-            return caption_of(self.manifests)
+            return caption_of(self.manifests, policies)
         workloads = sorted(set(self.runs["workload"]))
         names = workloads if len(workloads) <= 3 else [f"{len(workloads)} workloads"]
         seeds = self.runs["seed"].nunique()

@@ -12,9 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from figure_layout import layout_problems
 
 from goodput_sim.cli import main
-from goodput_sim.experiments.cost_jct import cost_jct_report, interpolate, read_runs
+from goodput_sim.experiments.cost_jct import (
+    cost_jct_figure,
+    cost_jct_report,
+    interpolate,
+    read_runs,
+)
 from goodput_sim.experiments.intervals import NO_INTERVAL
 
 AUTOSCALED = {"autoscaler": "queue", "max_nodes": 32, "min_nodes": 4, "node_price": 2.5}
@@ -141,6 +147,8 @@ def test_the_cli_writes_tables_and_figures_the_same_bytes_twice(tmp_path):
     assert (outputs[0] / "cost_jct.pdf").read_bytes()[:4] == b"%PDF"
     table = pd.read_csv(outputs[0] / "cost_jct_table.csv")
     assert len(table) == 8 and set(table["policy"]) == {"tiresias", "goodput"}
+    report, _ = cost_jct_report(read_runs(folder))
+    assert layout_problems(cost_jct_figure(report)) == []
 
 
 def test_the_report_goes_to_results_report_by_default(tmp_path):

@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import bundled_slices
+from figure_layout import layout_problems
 
 from goodput_sim.cli import main
 from goodput_sim.experiments.batch_rules import run_batch_rules
+from goodput_sim.plots import batch_rules_figure
 from goodput_sim.stats import bootstrap_mean_ci
 
 
@@ -66,6 +68,7 @@ def test_batch_rules_reports_and_resumes(small_workloads, tmp_path):
     times = result.report.set_index(["agent", "progress"])["avg_jct_s"]
     assert times["fixed", "noise"] == pytest.approx(times["fixed", "lr-aware"], rel=1e-9)
     assert (out / "report.csv").is_file() and (out / "batch_rules.png").is_file()
+    assert layout_problems(batch_rules_figure(result.report, None, ["slice-0", "slice-1"])) == []
     saved = json.loads((out / "report.json").read_text())
     assert saved["workloads"] == ["slice-0", "slice-1"] and len(saved["report"]) == 8
     assert {"lr_noise_vs_fixed", "final_loss_vs_fixed"} <= set(saved["report"][0])

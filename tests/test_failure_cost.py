@@ -10,12 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from figure_layout import layout_problems
 
 from goodput_sim.cli import main
 from goodput_sim.experiments.failure_cost import (
     NONE,
     condition_label,
     read_failure_runs,
+    slowdown_figure,
     slowdown_of,
     slowdown_table,
 )
@@ -69,6 +71,7 @@ def test_slowdowns_are_exact_on_the_hand_case(tmp_path):
     assert row["slowdown_ci_low"] == pytest.approx(0.2) and row["slowdown_ci_high"] == (
         pytest.approx(0.2)
     )
+    assert layout_problems(slowdown_figure(table)) == []
 
 
 def test_fewer_than_five_pairs_get_no_interval(tmp_path):

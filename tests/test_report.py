@@ -243,7 +243,7 @@ def test_report_keeps_unlike_runs_apart_and_never_pairs_them(small_csv, tmp_path
         assert results.jobs[label]["jct"].equals(jobs["jct"])
     claim = claim_table(results).set_index(["policy", "baseline"])
     assert len(claim) == 6
-    for (mine, theirs), row in claim.iterrows():
+    for (mine, _), row in claim.iterrows():
         if "seed=3" in mine:
             assert row.pairs == 0 and row.verdict == "not paired: the runs differ in seed"
         else:

@@ -8,9 +8,8 @@ import click
 
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
+from goodput_sim.figures import RUN_KINDS, SWEEP_KINDS
 
-RUN_KINDS = ("cdf", "bars", "apps", "types", "utilization", "nodes", "timeline", "jobs")
-SWEEP_KINDS = ("load", "bars")
 FORMATS = (".png", ".svg", ".pdf")  # what matplotlib writes that a paper takes
 
 
@@ -47,67 +46,15 @@ def plot_cmd(
     output: Path | None,
 ) -> None:
     """Redraw a figure from a run, comparison or sweep results folder, without rerunning."""
-    from goodput_sim import plots
-    from goodput_sim.report import load_results, policy_table
+    from goodput_sim.figures import draw
+    from goodput_sim.plots import save_figure
+    from goodput_sim.report import load_results
 
     data = load_results(results)
     kind = kind or ("load" if data.kind == "sweep" else "cdf")
-    allowed = SWEEP_KINDS if data.kind == "sweep" else RUN_KINDS
-    if kind not in allowed:
-        raise InputError("--kind", f"{kind} does not apply to a {data.kind}; use {allowed}")
     output = output or results / f"{kind}.png"
     if output.suffix.lower() not in FORMATS:
         raise InputError("--output", f"expected a {', '.join(FORMATS)} file, got {output.name!r}")
-    caption = data.caption()
-    table = policy_table(data)
-    if kind == "load":
-        fig = plots.jct_against_load(table, caption)
-    elif kind == "bars":
-        loads = sorted(table["load"].unique())
-        if load is not None:
-            if load not in loads:
-                raise InputError("--load", f"no runs at load {load:g}; loads: {loads}")
-            table = table[table["load"] == load]
-        elif len(loads) > 1:
-            raise InputError(
-                "--kind", f"bars draws one load; pick one with --load (loads: {loads})"
-            )
-        fig = plots.interval_bars(table, caption=caption)
-    elif kind == "cdf":
-        fig = plots.jct_cdf(data.jobs, caption=caption)
-    elif kind == "apps":
-        fig = plots.jct_by_application(data.jobs, caption)
-    elif kind == "types":
-        summaries = {n: m["summary"] for n, m in data.manifests.items()}
-        if not all("type_moves" in s for s in summaries.values()):
-            raise InputError("--kind", "types needs runs on profiles by GPU type")
-        fig = plots.gpu_hours_by_type(summaries, caption)
-    else:
-        if not data.rounds:
-            raise InputError(results, "has no rounds.csv to draw over time")
-        cluster = next(iter(data.manifests.values()))["cluster"]
-        if kind == "utilization":
-            fig = plots.utilization_over_time(data.rounds, cluster["total_gpus"], caption)
-        elif kind == "nodes":
-            fig = plots.cluster_size_over_time(data.rounds, cluster["gpus_per_node"], caption)
-        else:
-            name = policy or next(iter(data.rounds))
-            if name not in data.rounds:
-                raise InputError("--policy", f"no results of {name!r}; found {sorted(data.rounds)}")
-            if kind == "timeline":
-                fig = plots.allocation_timeline(data.rounds[name], name, caption)
-            else:
-                from goodput_sim.html_report import longest_jobs
-
-                names = list(data.jobs[name]["name"])
-                chosen = [j.strip() for j in (jobs or "").split(",") if j.strip()]
-                chosen = chosen or longest_jobs(data.jobs[name])  # as the HTML report picks
-                unknown = sorted(set(chosen) - set(names))
-                if unknown:
-                    shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
-                    raise InputError(
-                        "--jobs", f"unknown job(s) {', '.join(unknown)}; the run has {shown}"
-                    )
-                fig = plots.job_traces(data.rounds[name], chosen, f"{name}, {caption}")
-    plots.save_figure(fig, output)
+    chosen = [j.strip() for j in (jobs or "").split(",") if j.strip()]
+    save_figure(draw(data, kind, policy, chosen, load), output)
     click.echo(f"wrote {output}")

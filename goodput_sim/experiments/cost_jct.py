@@ -352,7 +352,7 @@ def cost_jct_figure(report: CostJctReport, path: Path | None = None):
     """Node-hours (x) against average JCT (y, hours), one panel per policy: the fixed sizes as
     a line with interval bars in both directions, each rule as a point with 2-D interval bars
     (no bars below :data:`MIN_SAMPLES` samples)."""
-    from goodput_sim.plots import PALETTE, new_figure, save_figure
+    from goodput_sim.plots import PALETTE, legend_outside, new_figure, save_figure
 
     table = report.table
     policies = list(dict.fromkeys(table["policy"]))
@@ -402,7 +402,7 @@ def cost_jct_figure(report: CostJctReport, path: Path | None = None):
         ax.set_xlabel("node-hours provisioned")
         ax.set_ylabel("average JCT (hours)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+    legend_outside(axes[-1])  # one legend: every panel draws the same series
     fig.suptitle(
         f"Cost against JCT: means with {LEVEL:.0%} bootstrap intervals over workload x seed "
         "samples\n(unpaired spread across samples; the paired comparisons are in the table)",

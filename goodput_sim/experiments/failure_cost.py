@@ -142,21 +142,19 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def slowdown_figure(table: pd.DataFrame, path: Path) -> None:
-    """Slowdown bars per condition, one group per policy, with the paired intervals."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from goodput_sim.plots import PALETTE
+def slowdown_figure(table: pd.DataFrame, path: Path | None = None):
+    """Slowdown bars per condition, one group per policy, with the paired intervals (written
+    to ``path`` when given); the figure."""
+    from goodput_sim.plots import legend_outside, new_figure, policy_colors, save_figure
 
     failing = table[table["condition"] != NONE]
     conditions = list(dict.fromkeys(failing["condition"]))
     policies = list(dict.fromkeys(failing["policy"]))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(conditions) * len(policies) / 2), 4.2))
+    fig = new_figure(max(6.0, 1.2 * len(conditions) * len(policies) / 2), 4.2)
+    ax = fig.subplots()
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(conditions))
+    colors = policy_colors(list(policies))
     for k, policy in enumerate(policies):
         part = failing[failing["policy"] == policy].set_index("condition").reindex(conditions)
         value = 100 * part["slowdown"].to_numpy(dtype=float)
@@ -171,18 +169,19 @@ def slowdown_figure(table: pd.DataFrame, path: Path) -> None:
             yerr=bars,
             capsize=3,
             label=policy,
-            color=PALETTE[k % len(PALETTE)],
+            color=colors[policy],
         )
     ax.set_xticks(x, [c.replace(", ", "\n") for c in conditions], fontsize=8)
     ax.set_ylabel("average JCT slowdown (%)")
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.legend(frameon=False)
+    legend_outside(ax)
     n = int(failing["pairs"].min()) if len(failing) else 0
     ax.set_title(f"JCT slowdown from failures ({LEVEL:.0%} paired bootstrap, n = {n} pairs)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_figure(fig, path)
+    return fig
 
 
 def write_failure_report(
