@@ -283,6 +283,23 @@ def writable_folder(path: str | Path, option: str = "--out", force: bool = False
     return path
 
 
+def writable_file(path: str | Path, option: str = "--output", force: bool = False) -> Path:
+    """``path``, checked before any work as an output file can be (the one rule of every
+    command: an output you name is never replaced silently; ``force`` replaces it), with its
+    missing parent folders created."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(option, f"{path} is a folder, expected a file name")
+    if path.exists() and not force:
+        raise InputError(option, f"{path} exists; pass --force to replace it")
+    writable_folder(path.parent, option, force=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(option, f"cannot create {path.parent}: {err.strerror}") from None
+    return path
+
+
 @contextmanager
 def staged_folder(out: Path) -> Iterator[Path]:
     """A folder to write results into, swapped in for ``out`` only when complete: an

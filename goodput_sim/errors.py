@@ -29,3 +29,12 @@ class InputError(Exception):
         if isinstance(self.where, int):
             return f"line {self.where}"
         return str(self.where)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during work that keeps what finished: ``progress`` says how far it got and how to
+    go on, for the CLI's one line."""
+
+    def __init__(self, progress: str):
+        self.progress = progress
+        super().__init__(progress)

@@ -3,6 +3,7 @@ each by name, so the command, the tests and notebooks draw the same figure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from goodput_sim.errors import InputError
@@ -22,54 +23,60 @@ def draw(
     policy: str | None = None,
     jobs: list[str] | None = None,
     load: float | None = None,
+    started: Callable[[], None] | None = None,
 ) -> Figure:
     """The ``kind`` figure of ``data``: ``policy`` picks the run a timeline or jobs figure
     shows (default: the first), ``jobs`` the jobs (default: the three longest), ``load`` the
-    load of a sweep's bars. One-line errors for what the results cannot show."""
+    load of a sweep's bars. One-line errors for what the results cannot show, all raised
+    before ``started`` is called and the drawing begins."""
     from goodput_sim import plots
     from goodput_sim.report import policy_table
 
     allowed = SWEEP_KINDS if data.kind == "sweep" else RUN_KINDS
     if kind not in allowed:
         raise InputError("--kind", f"{kind} does not apply to a {data.kind}; use {allowed}")
-    caption = data.caption()
-    if kind in ("load", "bars"):
-        table = policy_table(data)
-        if kind == "load":
-            return plots.jct_against_load(table, caption)
+    table = policy_table(data) if kind in ("load", "bars") else None
+    if kind == "bars" and data.kind == "sweep":
         loads = sorted(table["load"].unique())
-        if load is not None:
-            if load not in loads:
-                raise InputError("--load", f"no runs at load {load:g}; loads: {loads}")
-            table = table[table["load"] == load]
-        elif len(loads) > 1:
+        if load is not None and load not in loads:
+            raise InputError("--load", f"no runs at load {load:g}; loads: {loads}")
+        if load is None and len(loads) > 1:
             raise InputError(
                 "--kind", f"bars draws one load; pick one with --load (loads: {loads})"
             )
+        table = table[table["load"] == (loads[0] if load is None else load)]
+    summaries = {n: m["summary"] for n, m in data.manifests.items()}
+    if kind == "types" and not all("type_moves" in s for s in summaries.values()):
+        raise InputError("--kind", "types needs runs on profiles by GPU type")
+    over_time = kind in ("utilization", "nodes", "timeline", "jobs")
+    if over_time and not data.rounds:
+        raise InputError(data.folder, "has no rounds.csv to draw over time")
+    name = policy or next(iter(data.rounds), None)
+    if kind in ("timeline", "jobs") and name not in data.rounds:
+        raise InputError("--policy", f"no results of {name!r}; found {sorted(data.rounds)}")
+    chosen = _jobs(data, name, jobs) if kind == "jobs" else []
+    if started is not None:
+        started()
+    caption = data.caption()
+    if kind == "load":
+        return plots.jct_against_load(table, caption)
+    if kind == "bars":
         return plots.interval_bars(table, caption=caption)
     if kind == "cdf":
         return plots.jct_cdf(data.jobs, caption=caption)
     if kind == "apps":
         return plots.jct_by_application(data.jobs, caption)
     if kind == "types":
-        summaries = {n: m["summary"] for n, m in data.manifests.items()}
-        if not all("type_moves" in s for s in summaries.values()):
-            raise InputError("--kind", "types needs runs on profiles by GPU type")
         return plots.gpu_hours_by_type(summaries, caption)
-    if not data.rounds:
-        raise InputError(data.folder, "has no rounds.csv to draw over time")
     cluster = next(iter(data.manifests.values()))["cluster"]
     if kind == "utilization":
         return plots.utilization_over_time(data.rounds, cluster["total_gpus"], caption)
     if kind == "nodes":
         return plots.cluster_size_over_time(data.rounds, cluster["gpus_per_node"], caption)
-    name = policy or next(iter(data.rounds))
-    if name not in data.rounds:
-        raise InputError("--policy", f"no results of {name!r}; found {sorted(data.rounds)}")
     alone = data.caption(policies=False)
     if kind == "timeline":
         return plots.allocation_timeline(data.rounds[name], name, alone)
-    return plots.job_traces(data.rounds[name], _jobs(data, name, jobs), f"{name}, {alone}")
+    return plots.job_traces(data.rounds[name], chosen, f"{name}, {alone}")
 
 
 def _jobs(data: Results, policy: str, chosen: list[str] | None) -> list[str]:

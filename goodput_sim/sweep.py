@@ -50,7 +50,7 @@ from goodput_sim.api import (
 )
 from goodput_sim.cluster import DEFAULT_GPU_TYPE, ClusterSpec, check_gpu_types
 from goodput_sim.engine import SimConfig
-from goodput_sim.errors import InputError
+from goodput_sim.errors import InputError, Interrupted
 from goodput_sim.metrics import run_summary
 from goodput_sim.profiles import load_profiles
 from goodput_sim.sources import WorkloadSource
@@ -388,7 +388,11 @@ def run_grid(
             if task not in rows and (row := _finished_row(task, out)) is not None:
                 rows[task] = row
         _write_summary([rows[t] for t in tasks if t in rows], out)
-        raise
+        left = len(tasks) - len(rows)
+        raise Interrupted(
+            f"{len(rows)} of {len(tasks)} runs finished and are kept in {out}; the same "
+            f"command again resumes the other {left}"
+        ) from None
     finally:
         bar.close()
     return _write_summary([rows[t] for t in tasks], out)

@@ -114,6 +114,9 @@ def test_ctrl_c_stops_a_sweep_at_once_with_a_partial_summary(workloads, tmp_path
     _wait_for(lambda: not _group_members(process.pid), seconds=10)
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert 1 <= len(summary) <= _finished(tmp_path)
+    total = len(POLICIES) * len(workloads)  # the line says how far it got and how to go on
+    assert f"{len(summary)} of {total} runs finished" in stderr
+    assert "the same command again resumes" in stderr and len(stderr.strip().splitlines()) == 1
 
 
 def test_a_truncated_run_summary_is_run_again(workloads, reference_summary, tmp_path):

@@ -115,3 +115,64 @@ def test_the_readme_quotes_the_agent_effect_as_measured():
     plain = api.run("tiresias").jobs["jct"].mean()
     adapted = api.run("tiresias", agent="goodput").jobs["jct"].mean()
     assert (int(quoted[1]), int(quoted[2])) == (round(plain), round(adapted))
+
+
+def test_one_overwrite_rule_for_every_output(small, tmp_path):
+    """An output a command is told to write is never replaced silently: it exists, the command
+    refuses in one line and leaves it as it was; --force replaces it; missing parent folders
+    are made. A default output (plot's own figure in the results folder) is redrawn."""
+    runner = CliRunner()
+    csv = tmp_path / "small.csv"
+    small.to_csv(csv, index=False)
+    results = tmp_path / "run"
+    assert (
+        runner.invoke(
+            main, ["run", "--policy", "fifo", "--workload", str(csv), "--out", str(results)]
+        ).exit_code
+        == 0
+    )
+    commands = {
+        "generate": ["workload", "generate", "--jobs", "5", "-o"],
+        "categorize": ["workload", "categorize", str(csv), "--rigid", "0.5", "-o"],
+        "report": ["report", str(results), "-o"],
+        "plot": ["plot", str(results), "-o"],
+    }
+    suffix = {"report": ".html", "plot": ".svg"}
+    for name, args in commands.items():
+        target = tmp_path / "new" / name / f"out{suffix.get(name, '.csv')}"
+        first = runner.invoke(main, [*args, str(target)])
+        assert first.exit_code == 0 and target.is_file(), (name, first.output)
+        target.write_text("kept")
+        again = runner.invoke(main, [*args, str(target)])
+        assert again.exit_code == 2, (name, again.output)
+        assert again.output.strip().splitlines() == [
+            f"error: --output: {target} exists; pass --force to replace it"
+        ]
+        assert target.read_text() == "kept"
+        forced = runner.invoke(main, [*args, str(target), "--force"])
+        assert forced.exit_code == 0 and target.read_text() != "kept", name
+    for _ in range(2):  # the default figure is the results' own, redrawn each time
+        assert runner.invoke(main, ["plot", str(results)]).exit_code == 0
+
+
+def test_slow_outputs_say_what_they_are_doing(small, tmp_path):
+    csv = tmp_path / "small.csv"
+    small.to_csv(csv, index=False)
+    results = tmp_path / "run"
+    runner = CliRunner()
+    assert (
+        runner.invoke(
+            main, ["run", "--policy", "fifo", "--workload", str(csv), "--out", str(results)]
+        ).exit_code
+        == 0
+    )
+    drawn = runner.invoke(main, ["plot", str(results), "--kind", "timeline"])
+    assert drawn.stderr.startswith("drawing the timeline figure of ")
+    written = runner.invoke(main, ["report", str(results), "-o", str(tmp_path / "r.html")])
+    assert written.stderr.startswith("drawing the figures of ")
+
+
+def test_profiles_show_explains_its_columns():
+    text = CliRunner().invoke(main, ["profiles", "show"]).output
+    for column in ("M0:", "max B:", "local b:", "epochs:", "progress:"):
+        assert column in text

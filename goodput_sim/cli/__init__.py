@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from goodput_sim import __version__
-from goodput_sim.errors import InputError
+from goodput_sim.errors import InputError, Interrupted
 
 
 class _Main(click.Group):
@@ -28,6 +28,9 @@ class _Main(click.Group):
         except click.UsageError as err:  # a bad option value: one line too, not click's three
             click.echo(f"error: {err.format_message()}", err=True)
             sys.exit(2)
+        except Interrupted as err:
+            click.echo(f"interrupted: {err.progress}", err=True)
+            sys.exit(130)
         except KeyboardInterrupt:
             click.echo(
                 "interrupted: results folders are swapped in only when complete; earlier "
@@ -44,6 +47,18 @@ profiles_option = click.option(
     help="Folder of YAML profiles or a measurement folder (default: bundled).",
 )
 """The ``--profiles`` option every command that reads application profiles shares."""
+
+force_option = click.option(
+    "--force", is_flag=True, help="Replace the output if it exists (never done silently)."
+)
+"""``--force``: the one way to replace an output a command was told to write."""
+
+
+def writable_file(path: Path, option: str = "--output", force: bool = False) -> Path:
+    """:func:`goodput_sim.api.writable_file`, imported only when a command writes a file."""
+    from goodput_sim.api import writable_file as check
+
+    return check(path, option, force)
 
 
 @click.group(cls=_Main)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from goodput_sim.cli import main
+from goodput_sim.cli import force_option, main, writable_file
 from goodput_sim.errors import InputError
 from goodput_sim.figures import RUN_KINDS, SWEEP_KINDS
 
@@ -35,8 +35,9 @@ FORMATS = (".png", ".svg", ".pdf")  # what matplotlib writes that a paper takes
     "--output",
     type=click.Path(path_type=Path),
     default=None,
-    help="PNG, SVG or PDF file (default: RESULTS/<kind>.png).",
+    help="PNG, SVG or PDF file (default: RESULTS/<kind>.png, redrawn each time).",
 )
+@force_option
 def plot_cmd(
     results: Path,
     kind: str | None,
@@ -44,6 +45,7 @@ def plot_cmd(
     jobs: str | None,
     load: float | None,
     output: Path | None,
+    force: bool,
 ) -> None:
     """Redraw a figure from a run, comparison or sweep results folder, without rerunning."""
     from goodput_sim.figures import draw
@@ -52,9 +54,16 @@ def plot_cmd(
 
     data = load_results(results)
     kind = kind or ("load" if data.kind == "sweep" else "cdf")
-    output = output or results / f"{kind}.png"
-    if output.suffix.lower() not in FORMATS:
+    if output is not None and output.suffix.lower() not in FORMATS:
         raise InputError("--output", f"expected a {', '.join(FORMATS)} file, got {output.name!r}")
+    if output is None:  # a default output never blocks: the results' own figure, redrawn
+        output = results / f"{kind}.png"
+    else:
+        writable_file(output, force=force)
     chosen = [j.strip() for j in (jobs or "").split(",") if j.strip()]
-    save_figure(draw(data, kind, policy, chosen, load), output)
+
+    def started() -> None:  # drawing takes seconds: say so, once the request is known good
+        click.echo(f"drawing the {kind} figure of {results} ...", err=True)
+
+    save_figure(draw(data, kind, policy, chosen, load, started), output)
     click.echo(f"wrote {output}")

@@ -105,6 +105,14 @@ def check(folder: Path, profiles_path: Path | None, fmt: str) -> None:
         )
 
 
+PROFILE_COLUMNS = (
+    "M0: the batch the job asks for (examples per step); max B: the largest total batch; "
+    "local b: per-GPU batch range;\nepochs: passes over the data to finish; progress: the "
+    "training to finish, in steps at batch M0 (epochs x dataset size / M0; a larger batch "
+    "gets less per example)"
+)
+
+
 @profiles.command("show")
 @click.option(
     "--profiles",
@@ -125,3 +133,4 @@ def show(profiles_path: Path | None) -> None:
             f"{lim.min_local_bsz:>5}-{lim.max_local_bsz:<5} {lim.max_epochs:>7} "
             f"{p.total_progress:>10.0f}"
         )
+    click.echo(PROFILE_COLUMNS)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from goodput_sim import jsonio
-from goodput_sim.cli import main
+from goodput_sim.cli import force_option, main, writable_file
 from goodput_sim.errors import InputError
 
 
@@ -31,7 +31,8 @@ from goodput_sim.errors import InputError
     help="Comma-separated job names whose GPUs and batch the HTML report traces "
     "(default: goodput's three longest jobs).",
 )
-def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None) -> None:
+@force_option
+def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None, force: bool) -> None:
     """Per load: each policy's mean average JCT with a 95% bootstrap interval (across the
     workloads and seeds of a sweep, or the jobs of a comparison), p95 JCT, makespan and
     utilisation; then goodput's reduction against each baseline beside the paper's 37-50%."""
@@ -39,6 +40,8 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None) -
 
     if output is not None and output.suffix.lower() not in (".html", ".htm"):
         raise InputError("--output", f"expected an .html file, got {output.name!r}")
+    if output is not None:
+        writable_file(output, force=force)
     data = load_results(results)
     if fmt == "json":
         claim = claim_table(data)
@@ -56,5 +59,6 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None) -
         from goodput_sim.html_report import write_html
 
         chosen = [j.strip() for j in jobs.split(",") if j.strip()] if jobs else None
+        click.echo(f"drawing the figures of {output} ...", err=True)  # seconds, not silence
         write_html(data, output, chosen)
         click.echo(f"\nwrote {output}", err=fmt == "json")

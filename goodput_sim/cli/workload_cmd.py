@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from goodput_sim import workload as wl
-from goodput_sim.cli import main
+from goodput_sim.cli import force_option, main, writable_file
 from goodput_sim.errors import InputError
 
 
@@ -26,8 +26,10 @@ def workload() -> None:
     show_default=True,
     help="Where to write the statistics YAML.",
 )
-def stats_cmd(philly_csv: Path, output: Path) -> None:
+@force_option
+def stats_cmd(philly_csv: Path, output: Path, force: bool) -> None:
     """Derive arrival and job-size statistics from the raw Philly trace (philly.csv)."""
+    writable_file(output, force=force)
     stats = wl.derive_philly_stats(philly_csv)
     wl.write_philly_stats(stats, output)
     window = stats["window"]
@@ -71,6 +73,7 @@ def stats_cmd(philly_csv: Path, output: Path) -> None:
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
 )
+@force_option
 def generate_cmd(
     preset: str,
     jobs: int | None,
@@ -81,9 +84,11 @@ def generate_cmd(
     realistic: bool | None,
     stats_path: Path | None,
     output: Path,
+    force: bool,
 ) -> None:
     """Generate a workload CSV from Philly statistics; ``--load`` scales the arrival rate in the
     same window (load 1.0 is the preset, as the Pollux paper's 0.5x-2x load experiment)."""
+    writable_file(output, force=force)
     if hours is not None and days is not None:
         raise InputError(None, "give --hours or --days, not both", "--hours/--days")
     base = wl.PRESETS[preset]
@@ -125,6 +130,7 @@ def check_cmd(file: Path, max_gpus: int | None) -> None:
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
 )
+@force_option
 def philly_cmd(
     path: Path | None,
     start: str | None,
@@ -133,6 +139,7 @@ def philly_cmd(
     max_gpus: int | None,
     seed: int,
     output: Path,
+    force: bool,
 ) -> None:
     """Replay the real Philly log: its jobs' arrivals (seconds after --start), GPUs and
     durations, mapped to applications by the generator's gpu-time rule. PATH is the Pollux
@@ -140,6 +147,7 @@ def philly_cmd(
     JSON file of the public Philly release."""
     from goodput_sim import philly
 
+    writable_file(output, force=force)
     if path is None:
         path = philly.REFERENCE_LOG
         if not path.is_file():
@@ -175,9 +183,13 @@ def philly_cmd(
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
 )
-def categorize_cmd(file: Path, rigid: float, scale_gpus: float, seed: int, output: Path) -> None:
+@force_option
+def categorize_cmd(
+    file: Path, rigid: float, scale_gpus: float, seed: int, output: Path, force: bool
+) -> None:
     """Give each job of a workload a category, drawn i.i.d. with the given shares (the rest
     adaptive), as the Sia artifact made its limited-adaptivity workloads."""
+    writable_file(output, force=force)
     df = wl.categorize(wl.load_workload(file), {"rigid": rigid, "scale-gpus": scale_gpus}, seed)
     wl.write_workload(df, output)
     counts = df[wl.CATEGORY_COLUMN].value_counts().sort_index()
