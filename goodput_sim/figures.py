@@ -37,12 +37,13 @@ def draw(
         raise InputError("--kind", f"{kind} does not apply to a {data.kind}; use {allowed}")
     table = policy_table(data) if kind in ("load", "bars") else None
     if kind == "bars" and data.kind == "sweep":
-        loads = sorted(table["load"].unique())
+        loads = sorted(float(x) for x in table["load"].unique())
+        listed = ", ".join(f"{x:g}" for x in loads)
         if load is not None and load not in loads:
-            raise InputError("--load", f"no runs at load {load:g}; loads: {loads}")
+            raise InputError("--load", f"no runs at load {load:g}; loads: {listed}")
         if load is None and len(loads) > 1:
             raise InputError(
-                "--kind", f"bars draws one load; pick one with --load (loads: {loads})"
+                "--kind", f"bars draws one load; pick one with --load (loads: {listed})"
             )
         table = table[table["load"] == (loads[0] if load is None else load)]
     summaries = {n: m["summary"] for n, m in data.manifests.items()}

@@ -117,3 +117,17 @@ def test_titles_say_what_one_figure_shows(saved):
     assert any(ax.get_ylabel() == "GPUs held" for ax in timeline.axes)  # the colour bar
     autoscaled = draw(load_results(saved["autoscaled"]), "nodes").axes[0].get_title()
     assert "2-8x4 GPUs" in autoscaled.replace("\n", " ")
+
+
+def test_plot_picks_a_sweeps_load(saved, tmp_path):
+    """``plot --kind bars`` on a sweep of several loads asks for ``--load`` (listing them) and
+    draws the one given."""
+    runner = CliRunner()
+    args = ["plot", str(saved["sweep"]), "--kind", "bars", "-o"]
+    vague = runner.invoke(main, [*args, str(tmp_path / "a.svg")])
+    assert vague.exit_code == 2 and "pick one with --load (loads: 0.5, 1)" in vague.output
+    wrong = runner.invoke(main, [*args, str(tmp_path / "b.svg"), "--load", "3"])
+    assert wrong.exit_code == 2 and "no runs at load 3" in wrong.output
+    drawn = runner.invoke(main, [*args, str(tmp_path / "c.svg"), "--load", "0.5"])
+    assert drawn.exit_code == 0 and (tmp_path / "c.svg").is_file()
+    assert "load 0.5" in (tmp_path / "c.svg").read_text()

@@ -3,6 +3,7 @@ only, and a self-contained HTML report checked in a real headless browser."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -271,3 +272,15 @@ def test_a_sweep_report_keeps_cells_with_other_settings_apart(small_csv, tmp_pat
     assert len(claim) == 4 and (claim["pairs"] == 1).all()
     for row in claim.itertuples():
         assert row.baseline == row.policy.replace("goodput", "fifo")
+
+
+def test_both_report_formats_word_verdicts_alike(comparison, tmp_path):
+    results = load_results(comparison)
+    verdicts = set(claim_table(results)["verdict"])
+    assert verdicts
+    from goodput_sim.html_report import write_html
+
+    write_html(results, tmp_path / "r.html")
+    page, text = (tmp_path / "r.html").read_text(), report_text(results)
+    for verdict in verdicts:
+        assert verdict in text and html.escape(verdict) in page
