@@ -176,3 +176,10 @@ def test_profiles_show_explains_its_columns():
     text = CliRunner().invoke(main, ["profiles", "show"]).output
     for column in ("M0:", "max B:", "local b:", "epochs:", "progress:"):
         assert column in text
+
+
+def test_a_bad_top_level_option_is_one_line():
+    bad = CliRunner().invoke(main, ["--bogus"])
+    assert bad.exit_code == 2 and bad.output == "error: No such option '--bogus'.\n"
+    bare = CliRunner().invoke(main, [])  # no arguments at all: the help, as before
+    assert "Usage: " in bare.output and "Commands:" in bare.output

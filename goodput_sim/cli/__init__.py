@@ -19,6 +19,17 @@ class _Main(click.Group):
     """Click group that turns :class:`InputError` and bad option values into a one-line message
     and exit code 2."""
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        """Parse the top-level options; a bad one is one line too (not click's usage block),
+        while no arguments at all still shows the help."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as err:
+            click.echo(f"error: {err.format_message()}", err=True)
+            sys.exit(2)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
