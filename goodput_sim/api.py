@@ -264,11 +264,43 @@ def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimCon
     return plain, cluster.without_failures()
 
 
+MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255  # Linux's PATH_MAX and NAME_MAX
+
+
+def checked_output_path(path: str | Path, option: str) -> Path:
+    """``path`` if it can name an output: no control characters (a newline would split every
+    status line), each part at most 255 bytes and the whole at most 4096, and a last part that
+    names something (not ``.``, ``..`` or empty, so a folder is never replaced by its parent)."""
+    text = str(path)
+    if not text.strip():
+        raise InputError(option, "is empty; expected a path")
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise InputError(option, f"contains the control character {bad!r}; expected a path")
+    if len(text.encode()) > MAX_PATH_BYTES or any(
+        len(part.encode()) > MAX_NAME_BYTES for part in text.split("/")
+    ):
+        raise InputError(option, f"is too long (parts of at most {MAX_NAME_BYTES} bytes)")
+    last = text.rstrip("/").rsplit("/", 1)[-1]
+    if last in ("", ".", ".."):
+        raise InputError(option, f"{text!r} does not name a new file or folder; add a name")
+    return Path(path)
+
+
+def _restore_replaced(out: Path) -> None:
+    """Put back earlier results that a swap interrupted between its two renames left only in
+    ``<out>.replaced``."""
+    retired = out.with_name(out.name + ".replaced")
+    if retired.is_dir() and not out.exists():
+        os.replace(retired, out)
+
+
 def writable_folder(path: str | Path, option: str = "--out", force: bool = False) -> Path:
     """``path``, after checking that results can be written there (a new folder under a
     writable folder, or, with ``force``, an existing one to replace) before any simulation
     runs, so a long run never fails at the end on its output. Nothing is created here."""
-    path = Path(path)
+    path = checked_output_path(path, option)
+    _restore_replaced(path)
     if path.exists() and not path.is_dir():
         raise InputError(option, f"{path} is a file, expected a results folder")
     if path.is_dir() and any(path.iterdir()) and not force:
@@ -287,7 +319,7 @@ def writable_file(path: str | Path, option: str = "--output", force: bool = Fals
     """``path``, checked before any work as an output file can be (the one rule of every
     command: an output you name is never replaced silently; ``force`` replaces it), with its
     missing parent folders created."""
-    path = Path(path)
+    path = checked_output_path(path, option)
     if path.is_dir():
         raise InputError(option, f"{path} is a folder, expected a file name")
     if path.exists() and not force:
@@ -305,6 +337,7 @@ def staged_folder(out: Path) -> Iterator[Path]:
     """A folder to write results into, swapped in for ``out`` only when complete: an
     interruption leaves any earlier results in ``out`` intact, beside an unfinished
     ``<out>.partial``."""
+    _restore_replaced(out)
     staging = out.with_name(out.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)

@@ -52,6 +52,8 @@ from goodput_sim.params import Param, resolve
 from goodput_sim.policies.base import JobView
 from goodput_sim.policies.elastic import best_goodputs
 
+MAX_POOL_NODES = 100_000  # the cluster's node bound (cluster.py), for the pool too
+
 
 @dataclass(frozen=True)
 class AutoscaleConfig:
@@ -68,6 +70,10 @@ class AutoscaleConfig:
     def __post_init__(self) -> None:
         if self.min_nodes < 1:
             raise InputError("--min-nodes", f"must be at least 1, got {self.min_nodes}")
+        if self.max_nodes > MAX_POOL_NODES:
+            raise InputError(
+                "--max-nodes", f"at most {MAX_POOL_NODES} nodes are supported, got {self.max_nodes}"
+            )
         if self.min_nodes > self.max_nodes:
             raise InputError(
                 "--min-nodes", f"{self.min_nodes} exceeds --max-nodes {self.max_nodes}"

@@ -274,7 +274,7 @@ class ClusterSpec:
 
 
 # Bounds that keep the per-node arrays and the simulation finite.
-_MAX_NODES, _MAX_GPUS_PER_NODE = 100_000, 1024
+_MAX_NODES, _MAX_GPUS_PER_NODE, _MAX_GPUS = 100_000, 1024, 1_048_576
 _GROUP_FIELDS = {"nodes": int, "gpus_per_node": int, "gpu_type": str}
 _HOURS = (1e-3, 87_600.0)  # an hour's thousandth to ten years
 _OPTIONAL_FIELDS = {  # field: (kind, low, high); bool fields take true or false
@@ -326,8 +326,36 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
         groups = _scaled(groups, data.get("scale", 1), path)
     else:
         groups = [_checked_group(data, path, "")]
+    _checked_total(groups, path)
     domains = _checked_domains(data.get("domains", {}) if "groups" in data else {}, path, groups)
     return ClusterSpec(tuple(groups), source=str(path), domains=domains)
+
+
+def cluster_from_record(record: object, source: str | Path) -> ClusterSpec:
+    """The cluster a results manifest records (``ClusterSpec.describe``), checked as a cluster
+    file is: its groups (shape, type, optional fields) and failure domains."""
+    if not isinstance(record, dict):
+        raise InputError(source, "expected an object with groups", "cluster")
+    entries = record.get("groups")
+    if not isinstance(entries, list) or not entries:
+        raise InputError(source, "must be a non-empty list of node groups", "cluster.groups")
+    groups = [_checked_group(e, source, f"cluster.groups[{k}].") for k, e in enumerate(entries)]
+    _checked_total(groups, source)
+    domains = _checked_domains(record.get("domains", {}), source, groups)
+    return ClusterSpec(tuple(groups), domains=domains)
+
+
+def _checked_total(groups: list[NodeGroup], source: str | Path) -> None:
+    """The whole cluster within the stated bounds: at most _MAX_NODES nodes and _MAX_GPUS GPUs
+    over all its groups (a cluster's per-node arrays and placement loops grow with them)."""
+    nodes = sum(g.nodes for g in groups)
+    gpus = sum(g.nodes * g.gpus_per_node for g in groups)
+    if nodes > _MAX_NODES or gpus > _MAX_GPUS:
+        raise InputError(
+            source,
+            f"{nodes} nodes and {gpus} GPUs in all; at most {_MAX_NODES} nodes and {_MAX_GPUS} "
+            "GPUs are supported",
+        )
 
 
 def _scaled(groups: list[NodeGroup], scale: object, path: Path) -> list[NodeGroup]:

@@ -52,6 +52,7 @@ from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
+from goodput_sim.sim.budget import check_work
 from goodput_sim.sim.clock import Cause, SimEvent, after, run_clock
 from goodput_sim.sim.dynamics import NodeStates, held_nodes
 from goodput_sim.sim.lr_progress import SeedObjective, StepLog, example_budget, static_batch
@@ -64,7 +65,7 @@ from goodput_sim.sim.progress import (
     state_at,
 )
 from goodput_sim.sim.recording import gpu_hours_by_type, jobs_table, round_record, round_row
-from goodput_sim.spec import check_config
+from goodput_sim.spec import MAX_EVENTS, check_config
 from goodput_sim.workload import job_category
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
@@ -88,6 +89,8 @@ class SimConfig:
     # so the two differ only for jobs on three or more nodes with unequal shares.
     placement_order: str = "allocation"
     max_wall: float | None = None  # seconds of wall time after which a run stops, marked partial
+    stall_hours: float = 24.0  # simulated hours jobs may wait with none holding a GPU
+    max_events: int = MAX_EVENTS  # the work budget: job-rounds plus node failures and repairs
     failures: FailureModel | None = None  # node failures and repairs (none by default)
     checkpoint_interval: float | str | None = None  # seconds or "auto"; default: profile's/30 min
     autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
@@ -260,7 +263,10 @@ class Simulation:
         self._arrived = 0  # jobs of the queue that have arrived
         self.stopped: str | None = None
         self._started = 0.0
+        self._events = 0  # work done so far, against config.max_events
+        self._stalled_since: float | None = None  # when jobs last began to wait with no GPU held
         self._check_finishable()
+        check_work(self.cluster, self.config, len(self.jobs))
         self.nodes = NodeStates(
             self.env,
             self.cluster,
@@ -406,6 +412,10 @@ class Simulation:
             return None
         if self.active:
             self._schedule(now)
+            self._events += len(self.active)
+            held = any(job.replicas for job in self.active)
+            if held or self._stalled_since is None:
+                self._stalled_since = None if held else now
             wait = interval
         else:
             gap = self._queue[self._arrived].spec.arrival - now
@@ -528,6 +538,7 @@ class Simulation:
         """Node ``failure.node`` goes down now: every job with GPUs on it falls back to its last
         checkpoint and waits for the next round."""
         now = self.env.now
+        self._events += 2  # the failure and its repair
         self._advance(self.active, self.last_advance, now)
         self.last_advance = now
         for job in self.active:
@@ -622,6 +633,18 @@ class Simulation:
             return f"wall time exceeded --max-wall {limit:g} s at simulated {now:.0f} s"
         if now > MAX_SIMULATED_SECONDS:
             return f"simulated time passed {MAX_SIMULATED_SECONDS:.0f} s with jobs unfinished"
+        if self._events > self.config.max_events:
+            return (
+                f"work budget exceeded: {self._events} events (job-rounds, node failures and "
+                f"repairs) by simulated {now:.0f} s; raise --max-events to go on"
+            )
+        since, hours = self._stalled_since, self.config.stall_hours
+        if since is not None and now - since >= hours * 3600:
+            return (
+                f"stalled: {len(self.active)} jobs waited {hours:g} simulated hours from "
+                f"{since:.0f} s with none holding a GPU (the policy or the cluster cannot run "
+                "them; raise --stall-hours to wait longer)"
+            )
         return None
 
     def _complete_finished(self) -> None:

@@ -1,4 +1,5 @@
-"""One error type for bad user input, so the CLI can print one line and exit 2."""
+"""One error type for bad user input, so the CLI can print one line and exit 2, and the check
+every reader of an input file makes first."""
 
 from __future__ import annotations
 
@@ -38,3 +39,15 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, progress: str):
         self.progress = progress
         super().__init__(progress)
+
+
+def regular_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` if it is a regular file; a FIFO, device or folder is refused (reading one could
+    block for ever or never end), as is a missing file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, f"no such {what}")
+    if not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file (a FIFO, device or socket)"
+        raise InputError(path, f"is {kind}; expected a {what}")
+    return path

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from goodput_sim.cluster import NAME, ClusterSpec, FailureDomain, NodeGroup
-from goodput_sim.errors import InputError
+from goodput_sim.errors import InputError, regular_file
 
 REPAIRS = ("fixed", "exponential")
 LIFETIMES = ("exponential", "weibull")
@@ -241,7 +241,7 @@ def read_failure_trace(
     reclaimed nodes when the run starts."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with regular_file(path, "failure trace").open(newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.reader(handle))
     except (OSError, UnicodeDecodeError) as error:
         problem = f"cannot be read as a failure trace ({error.__class__.__name__})"

@@ -14,15 +14,28 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from goodput_sim.api import baselines
+from goodput_sim.cluster import cluster_from_record
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
+from goodput_sim.saved import (
+    JOB_COLUMNS,
+    ROUND_COLUMNS,
+    SWEEP_COLUMNS,
+    SWEEP_OPTIONAL,
+    read_manifest,
+    read_table,
+)
 from goodput_sim.spec import config_from_record, values_of
 from goodput_sim.stats import bootstrap_mean_ci, reduction_ci
+
+if TYPE_CHECKING:
+    from goodput_sim.engine import SimConfig
 
 UNIT_COLUMNS = ("workload", "seed", "cluster", "interval", "gpu_types", "settings")
 """What makes two runs of a sweep the same experiment for different policies."""
@@ -73,13 +86,7 @@ def load_results(folder: str | Path) -> Results:
 
 
 def _sweep(folder: Path) -> Results:
-    try:
-        runs = pd.read_csv(folder / "summary.csv", keep_default_na=False, na_values=[""])
-    except (OSError, ValueError, pd.errors.EmptyDataError):
-        raise InputError(folder / "summary.csv", "is not a readable sweep summary") from None
-    missing = {"workload", "policy", "seed", "avg_jct"} - set(runs.columns)
-    if missing:
-        raise InputError(folder / "summary.csv", f"lacks column(s) {sorted(missing)}")
+    runs = read_table(folder / "summary.csv", SWEEP_COLUMNS, "sweep summary", SWEEP_OPTIONAL)
     if runs.empty:
         raise InputError(folder / "summary.csv", "holds no finished run yet")
     for column, default in (("load", 1.0), ("cluster", "16x4"), ("interval", 60.0)):
@@ -136,8 +143,16 @@ def _label_runs(runs: pd.DataFrame, conditions: pd.DataFrame) -> None:
             for k in rows.index:
                 parts[k] = [*parts[k], f"{name}={rows.at[k, name]}"]
     differing = [c for c in conditions if conditions[c].nunique() > 1]
+    stopped = runs["stopped"].fillna("").astype(str) if "stopped" in runs else None
     runs["label"] = [
-        " ".join([policy, *parts[k], *(f"{c}={conditions.at[k, c]}" for c in differing)])
+        " ".join(
+            [
+                policy,
+                *parts[k],
+                *(f"{c}={conditions.at[k, c]}" for c in differing),
+                *(["(stopped early)"] if stopped is not None and stopped[k] else []),
+            ]
+        )
         for k, policy in runs["policy"].items()
     ]
     runs["condition"] = [json.dumps(dict(row), sort_keys=True) for _, row in conditions.iterrows()]
@@ -155,33 +170,23 @@ def _comparison(folder: Path) -> Results:
         folders = [folder]
     else:
         folders = sorted(p.parent for p in folder.glob("*/manifest.json"))
-        if (folder / "summary.csv").is_file():  # the comparison's own order of policies
-            order = list(pd.read_csv(folder / "summary.csv").iloc[:, 0].astype(str))
-            folders.sort(key=lambda f: order.index(f.name) if f.name in order else len(order))
+        order = _comparison_order(folder / "summary.csv")
+        folders.sort(key=lambda f: order.index(f.name) if f.name in order else len(order))
     if not folders:
         raise InputError(folder, "holds no results (no summary.csv or manifest.json in it)")
     results = Results(folder, "comparison", pd.DataFrame())
     rows, conditions, tables = [], [], []
     for run in folders:
-        try:
-            manifest = json.loads((run / "manifest.json").read_text())
-            policy = manifest["policy"]["name"]
-            summary = dict(manifest["summary"])
-            jobs = pd.read_csv(run / "jobs.csv")
-            settings = values_of(config_from_record(manifest.get("config", {})))
-        except (OSError, ValueError, KeyError, TypeError, pd.errors.EmptyDataError):
-            raise InputError(run / "manifest.json", "is not a readable results manifest") from None
-        rounds = run / "rounds.csv"
-        rounds = pd.read_csv(rounds, keep_default_na=False) if rounds.is_file() else None
+        manifest, jobs, rounds = _run_tables(run)
+        policy, summary = manifest["policy"]["name"], manifest["summary"]
+        settings = values_of(_recorded_config(run / "manifest.json", manifest["config"]))
         tables.append((manifest, jobs, rounds))
         source = manifest.get("workload_source") or {}
         unit = {
             "workload": Path(str(manifest.get("inputs", {}).get("workload"))).stem,
-            "load": float(source.get("load", 1.0)),
+            "load": float(source.get("load", 1.0)) if isinstance(source, dict) else 1.0,
             "seed": manifest.get("seed", 0),
-            "cluster": "+".join(
-                f"{g['nodes']}x{g['gpus_per_node']}" for g in manifest["cluster"]["groups"]
-            ),
+            "cluster": str(cluster_from_record(manifest["cluster"], run / "manifest.json")),
         }
         conditions.append({**unit, **settings})
         rows.append(
@@ -191,6 +196,7 @@ def _comparison(folder: Path) -> Results:
                 "params": json.dumps(manifest.get("params") or {}, sort_keys=True),
                 **unit,
                 "interval": settings["interval"],
+                "stopped": manifest.get("stopped") or "",
                 **{k: (np.nan if v is None else v) for k, v in summary.items()},
             }
         )
@@ -205,6 +211,40 @@ def _comparison(folder: Path) -> Results:
             results.rounds[label] = rounds
     results.runs = runs
     return results
+
+
+def _comparison_order(path: Path) -> list[str]:
+    """The policies' order in a comparison's ``summary.csv`` (its first column), if readable."""
+    try:
+        return list(pd.read_csv(path, dtype=str).iloc[:, 0]) if path.is_file() else []
+    except (ValueError, IndexError, UnicodeDecodeError, pd.errors.ParserError):
+        return []  # only the order of rows: each run's own files are what count
+
+
+def _run_tables(run: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame | None]:
+    """A run folder's manifest, jobs and rounds (when present), each checked; a jobs table
+    shorter than the manifest's job count is refused as cut short."""
+    manifest = read_manifest(run / "manifest.json")
+    jobs = read_table(run / "jobs.csv", JOB_COLUMNS, "jobs table")
+    expected = manifest["summary"]["jobs"]
+    if len(jobs) != expected:
+        raise InputError(
+            run / "jobs.csv", f"holds {len(jobs)} jobs, its manifest says {expected}: cut short?"
+        )
+    unfinished_jct = jobs["finished"] & jobs["jct"].isna()
+    if unfinished_jct.any():
+        row = int(unfinished_jct.to_numpy().argmax()) + 1
+        raise InputError(run / "jobs.csv", "a finished job without a JCT", f"column jct, row {row}")
+    rounds = run / "rounds.csv"
+    rounds = read_table(rounds, ROUND_COLUMNS, "rounds table") if rounds.exists() else None
+    return manifest, jobs, rounds
+
+
+def _recorded_config(path: Path, record: dict) -> SimConfig:
+    try:
+        return config_from_record(record)
+    except InputError as error:
+        raise InputError(path, error.problem, error.source) from None
 
 
 def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
@@ -287,6 +327,10 @@ def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
                 differ = unlike(condition[mine], condition[label])
                 if differ:
                     rows.append({**row, "pairs": 0, "verdict": f"not paired: {_differ(differ)}"})
+                    continue
+                if "(stopped early)" in f"{mine} {label}":
+                    verdict = "not checked: a run stopped early (partial results)"
+                    rows.append({**row, "pairs": 0, "verdict": verdict})
                     continue
                 ours, theirs = part[part["label"] == mine], part[part["label"] == label]
                 if results.kind == "comparison":

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from goodput_sim.errors import InputError
+from goodput_sim.errors import InputError, regular_file
 
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
@@ -46,6 +46,8 @@ class _LimitedLoader(yaml.SafeLoader):
 def load_yaml(path: str | Path) -> Any:
     """The document in ``path``, or a one-line error naming the file and line."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        regular_file(path, "YAML file")  # a FIFO or device would be read for ever
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 DAY = 86400.0
 DECADE = 10 * 365 * DAY
 MAX_NODES = 100_000  # a failure trace read with no cluster in view is checked against this
+MAX_EVENTS = 20_000_000  # the default work budget: a few minutes of the slowest policy
 KEY_VERSION = 1  # bump when the run key's record changes meaning, so old runs are redone
 
 
@@ -230,6 +231,29 @@ SETTINGS: tuple[Setting, ...] = (
         optional=True,
     ),
     Setting(
+        "stall_hours",
+        float,
+        24.0,
+        "Stop a run (exit 3) once jobs have waited this many simulated hours with none "
+        "holding a GPU: a policy or cluster that cannot run them.",
+        "stall_hours",
+        "h",
+        0,
+        DECADE / 3600,
+        open_low=True,
+    ),
+    Setting(
+        "max_events",
+        int,
+        MAX_EVENTS,
+        "Work budget: job-rounds (each active job in each round) plus node failures and "
+        "repairs. A run expected to exceed it is refused; one that does is stopped (exit 3).",
+        "max_events",
+        "",
+        1,
+        1e13,
+    ),
+    Setting(
         "placement_order",
         str,
         "allocation",
@@ -398,6 +422,7 @@ SETTINGS: tuple[Setting, ...] = (
         "autoscale.max_nodes",
         "nodes",
         1,
+        MAX_NODES,
         optional=True,
     ),
     Setting(
@@ -549,8 +574,22 @@ def with_settings(
 
 
 def config_from_record(record: Mapping[str, Any]) -> SimConfig:
-    """The SimConfig a manifest's ``config`` records (``dataclasses.asdict`` of one); keys
-    this version does not know are ignored."""
+    """The SimConfig a manifest's ``config`` records (``dataclasses.asdict`` of one), every
+    key checked: an unknown key, a wrong type or a value out of its declared range is an error
+    naming ``config.KEY`` (a record is read back only as this version wrote it)."""
+    from goodput_sim.engine import SimConfig
+
+    if not isinstance(record, Mapping):
+        raise InputError("config", "expected an object of engine settings")
+    groups = {"failures": FailureModel, "autoscale": AutoscaleConfig}
+    known = {f.name for f in dataclasses.fields(SimConfig)}
+    _known_keys(record, known, "config")
+    for head, kind in groups.items():
+        owner = record.get(head)
+        if owner is not None:
+            if not isinstance(owner, Mapping):
+                raise InputError(f"config.{head}", "expected an object or null")
+            _known_keys(owner, {f.name for f in dataclasses.fields(kind)}, f"config.{head}")
     values: dict[str, Any] = {}
     for s in SETTINGS:
         head, _, tail = s.field.partition(".")
@@ -561,10 +600,44 @@ def config_from_record(record: Mapping[str, Any]) -> SimConfig:
             continue
         value = owner if not tail else owner.get(tail, s.default)
         if s.name == "failure_trace":
-            value = tuple(Failure(**f) for f in value) or None
+            value = _recorded_trace(value)
         values[s.name] = value
     failures = record.get("failures") or {}
-    return build_config(values, seed=int(failures.get("seed", 0)))
+    seed = failures.get("seed", 0)
+    if not (isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**32):
+        raise InputError("config.failures.seed", f"expected an integer seed, found {seed!r}")
+    try:
+        return build_config(values, seed=seed)
+    except InputError as error:  # named by its option: name it by its key in the record
+        field = next((s.field for s in SETTINGS if s.flag == error.source), None)
+        raise InputError(f"config.{field}" if field else "config", error.problem) from None
+
+
+def _known_keys(record: Mapping[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(str(k) for k in record if k not in known)
+    if unknown:
+        raise InputError(where, f"unknown key(s) {', '.join(unknown)}")
+
+
+def _recorded_trace(value: object) -> tuple[Failure, ...] | None:
+    """A manifest's failure trace (a list of failures as objects), each entry checked."""
+    if not isinstance(value, list | tuple):
+        raise InputError("config.failures.trace", f"expected a list of failures, found {value!r}")
+    fields = {f.name for f in dataclasses.fields(Failure)}
+    out = []
+    for k, entry in enumerate(value):
+        where = f"config.failures.trace[{k}]"
+        if not isinstance(entry, Mapping) or not {"time", "node", "duration"} <= set(entry):
+            raise InputError(where, "expected an object with time, node and duration")
+        _known_keys(entry, fields, where)
+        numbers_ok = all(_is_number(entry[key]) for key in ("time", "duration"))
+        node = entry["node"]
+        if not numbers_ok or not (isinstance(node, int) and not isinstance(node, bool)):
+            raise InputError(where, "expected numbers time and duration and an integer node")
+        if not (math.isfinite(entry["time"]) and entry["time"] >= 0 and entry["duration"] > 0):
+            raise InputError(where, "expected time >= 0 and a positive duration")
+        out.append(Failure(**entry))
+    return tuple(out) or None
 
 
 def non_default(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -577,6 +650,19 @@ def non_default(values: Mapping[str, Any]) -> dict[str, Any]:
         if converted != default:
             out[name] = converted
     return out
+
+
+GUARD_FIELDS = ("stall_hours", "max_events")
+"""Settings added after the first run keys: they enter a key only when not at their default,
+so a sweep's finished runs keep their keys (a run such a guard stopped is redone anyway)."""
+
+
+def _key_config(config: SimConfig) -> dict[str, Any]:
+    record = dataclasses.asdict(config)
+    for name in GUARD_FIELDS:
+        if record[name] == BY_NAME[name].default:
+            del record[name]
+    return record
 
 
 def run_key(
@@ -602,7 +688,7 @@ def run_key(
         "workload": dict(workload),
         "profiles": profiles,
         "cluster": cluster.key_record(),
-        "config": dataclasses.asdict(config),
+        "config": _key_config(config),
         "seed": seed,
     }
     text = json.dumps(record, sort_keys=True, default=str, allow_nan=True)

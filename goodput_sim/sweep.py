@@ -207,6 +207,7 @@ def run_task(task: SweepTask, profiles: str | None, out: Path) -> dict:
         "settings": _settings_text(task.settings),
         "run_key": task.key,
         **summary,
+        **({"stopped": result.stopped} if result.stopped else {}),
         "wall_seconds": result.wall_seconds,
     }
     profiles_path = default_profiles_path(profiles)
@@ -536,8 +537,8 @@ def _finished_row(task: SweepTask, out: Path) -> dict | None:
         row = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(row, dict) or "avg_jct" not in row:
-        return None
+    if not isinstance(row, dict) or "avg_jct" not in row or row.get("stopped"):
+        return None  # unreadable, or stopped by a guard: redone
     return row if row.get("run_key") == task.key else None
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from goodput_sim.errors import InputError
+from goodput_sim.errors import InputError, regular_file
 from goodput_sim.models.limits import CATEGORIES
 from goodput_sim.safe_yaml import load_yaml
 
@@ -228,7 +228,7 @@ def category_text(value: object) -> str:
 def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Return the header and the non-blank data rows with their 1-based line numbers."""
     try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
+        with regular_file(path, "workload CSV").open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
             rows = [(reader.line_num, r) for r in reader if any(f.strip() for f in r)]
@@ -238,6 +238,9 @@ def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
         raise InputError(path, f"cannot read file: {err}") from None
     if header is None:
         raise InputError(path, f"empty file; expected a header {','.join(WORKLOAD_COLUMNS)}")
+    for line, fields in [(1, header), *rows]:
+        if any("\x00" in f for f in fields):
+            raise InputError(path, "holds a NUL byte; expected text", line)
     return [h.strip() for h in header], rows
 
 

@@ -43,6 +43,8 @@ OTHER = {
     "horizon": 900.0,
     "oracle": True,
     "max_wall": 600.0,
+    "stall_hours": 48.0,
+    "max_events": 30_000_000,
     "placement_order": "node",
     "progress": "lr-aware",
     "lr_schedule": "cifar10:constant,bert:cosine(floor=0.1)",
@@ -149,7 +151,13 @@ def test_a_recorded_config_rebuilds_exactly():
     record = json.loads(jsonio.dumps(dataclasses.asdict(config)))
     assert config_from_record(record) == config
     assert build_config(values_of(config), seed=7) == config
-    assert config_from_record({**record, "from_a_later_version": 1}) == config
+    # A setting this version does not know may have changed the results: not a replay.
+    with pytest.raises(InputError, match="unknown key.*from_a_later_version"):
+        config_from_record({**record, "from_a_later_version": 1})
+    with pytest.raises(InputError, match="config.failures: unknown key"):
+        config_from_record({**record, "failures": {"bogus": 1}})
+    with pytest.raises(InputError, match="config.interval"):
+        config_from_record({**record, "interval": "abc"})
     assert build_config({}) == SimConfig()
 
 

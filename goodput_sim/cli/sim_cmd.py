@@ -31,7 +31,8 @@ from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
-from goodput_sim.spec import SETTINGS, Setting, build_config, with_settings
+from goodput_sim.saved import MAX_SEED, is_seed
+from goodput_sim.spec import BY_NAME, SETTINGS, Setting, build_config, with_settings
 
 _policies_option = click.option(
     "--policies",
@@ -105,9 +106,28 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
             name, value = "params", [*values.get("params", ()), *_scaler_items(value)]
         elif name == "params" and isinstance(value, dict):
             value = [*values.get("params", ()), *(f"{k}={v}" for k, v in value.items())]
-        values[name] = value
+        values[name] = _config_value(path, key, name, value)
     ctx.default_map = {**(ctx.default_map or {}), **values}
     return path
+
+
+def _config_value(path: Path, key: object, name: str, value: object) -> object:
+    """A ``--config`` value checked as its option would be: a declared setting by its
+    declaration (so ``seed: 1.5`` or ``oracle: 5`` is refused, not rounded or crashed on), a
+    seed as a seed, any other option as text."""
+    if name in BY_NAME:
+        try:
+            BY_NAME[name].convert(value)
+        except InputError as error:
+            raise InputError(path, error.problem, f"key {key}") from None
+    elif name == "seed":
+        if not is_seed(value):
+            raise InputError(
+                path, f"expected an integer in [0, {MAX_SEED}], found {value!r}", f"key {key}"
+            )
+    elif name != "params" and (isinstance(value, bool) or not isinstance(value, str | int | float)):
+        raise InputError(path, f"expected text, found {value!r}", f"key {key}")
+    return value
 
 
 def _scaler_items(values: dict) -> list[str]:
@@ -138,7 +158,11 @@ def _common(func):
         profiles_option,
         _cluster_option,
         click.option(
-            "--seed", type=int, default=0, show_default=True, help="Seed for randomised policies."
+            "--seed",
+            type=click.IntRange(0, MAX_SEED),
+            default=0,
+            show_default=True,
+            help="Seed for randomised policies.",
         ),
         _agent_option,
         _param_option,
@@ -165,8 +189,13 @@ def _split_options(options: dict) -> tuple[dict, SimConfig]:
 
 
 def _inputs(workload: Path, profiles: Path | None) -> dict[str, Path]:
-    """The input files a results folder's manifest names and hashes."""
-    return {"workload": workload, "profiles": default_profiles_path(profiles)}
+    """The input files a results folder's manifest names and hashes, as absolute paths (a
+    manifest's relative path means "beside the manifest", so one typed relative to here would
+    not be found by ``run --manifest``)."""
+    return {
+        "workload": Path(workload).resolve(),
+        "profiles": default_profiles_path(profiles).resolve(),
+    }
 
 
 _force_option = click.option(
@@ -410,6 +439,15 @@ def _compare_and_report(
     )
     with staged_folder(out) as folder:
         write_comparison(comparison, folder, _inputs(workload, profiles), seed, params)
+    stopped = {n: r.stopped for n, r in comparison.results.items() if r.stopped}
+    if stopped:  # no table or claim from runs a guard cut short
+        name, why = next(iter(stopped.items()))
+        click.echo(
+            f"stopped early: {', '.join(stopped)} ({name}: {why}); partial results in {out}, "
+            "no claim check on them",
+            err=True,
+        )
+        raise SystemExit(3)
     if fmt == "json":
         click.echo(jsonio.dumps(comparison.as_json()))
     else:
@@ -639,9 +677,22 @@ def sweep_cmd(
             ) from None
         if not seed_list:
             raise InputError("--seeds", "names no seed")
+        bad = next((s for s in seed_list if not is_seed(s)), None)
+        if bad is not None:
+            raise InputError("--seeds", f"expected integers in [0, {MAX_SEED}], found {bad}")
+        names = parse_policies(",".join(DEFAULT_POLICIES) if policies is None else policies)
+        resolved = [str(f.resolve()) for f in files]
+        for option, values in (
+            ("--policies", names),
+            ("--seeds", seed_list),
+            ("--workloads", resolved),
+        ):
+            repeated = next((v for k, v in enumerate(values) if v in values[:k]), None)
+            if repeated is not None:
+                raise InputError(option, f"lists {Path(str(repeated)).name} twice")
         out = _sweep_folder(out or Path("results/sweep"))
         table = sweep(
-            parse_policies(",".join(DEFAULT_POLICIES) if policies is None else policies),
+            names,
             files,
             out,
             seed_list,
@@ -662,6 +713,14 @@ def sweep_cmd(
     click.echo(
         f"\n{len(table)} runs -> {out / 'summary.csv'}; statistics: goodput-sim report {out}"
     )
+    stopped = table["stopped"].notna().sum() if "stopped" in table else 0
+    if stopped:
+        click.echo(
+            f"{stopped} of {len(table)} runs stopped early (marked in summary.csv's stopped "
+            "column); the same command again redoes them",
+            err=True,
+        )
+        raise SystemExit(3)
 
 
 def default_folder(kind: str, workload: str | Path, identity: object) -> Path:
@@ -682,6 +741,10 @@ def default_folder(kind: str, workload: str | Path, identity: object) -> Path:
 
 def _sweep_folder(out: Path) -> Path:
     """``out``, if it is new, empty, or an earlier sweep's folder (which is resumed)."""
-    if (out / "sweep.json").is_file() or (out / "summary.csv").is_file():
+    if (out / "sweep.json").is_file():
+        return out
+    if (out / "summary.csv").is_file() and any(out.glob("*/manifest.json")):
+        raise InputError("--out", f"{out} holds a comparison, not a sweep; choose another folder")
+    if (out / "summary.csv").is_file():  # a sweep written before sweep.json existed
         return out
     return writable_folder(out)

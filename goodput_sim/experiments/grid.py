@@ -36,6 +36,7 @@ import dataclasses
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,17 +113,31 @@ def load_experiment(path: str | Path) -> Experiment:
         config = _variant_config(path, settings, clusters, variants)
     else:
         variants, config = None, _config(path, settings, clusters)
+    loads = [_number(path, "loads", v, positive=True) for v in _axis(path, data, "loads", [1.0])]
+    intervals = [
+        _number(path, "intervals", v, positive=True) for v in _axis(path, data, "intervals", [60.0])
+    ]
+    policies = [_policy(path, k, e) for k, e in enumerate(_axis(path, data, "policies"))]
+    workloads = _workloads(path, here, _axis(path, data, "workloads"))
+    _distinct(path, "loads", loads)
+    _distinct(path, "intervals", intervals)
+    _distinct(path, "clusters", [json.dumps(c.key_record()) for c in clusters])
+    _distinct(path, "policies", [json.dumps(p, sort_keys=True, default=str) for p in policies])
+    _distinct(path, "workloads", [repr(w) for w in workloads])
+    runs = len(policies) * len(workloads) * len(loads) * len(clusters) * len(intervals)
+    runs *= len(_axis(path, data, "seeds", [0])) * len(variants or [None])
+    if runs > MAX_GRID_RUNS:
+        raise InputError(
+            path, f"the grid has {runs} runs; at most {MAX_GRID_RUNS} are supported in one sweep"
+        )
     return Experiment(
         name=_name(path, data.get("name", path.stem)),
-        policies=[_policy(path, k, e) for k, e in enumerate(_axis(path, data, "policies"))],
-        workloads=_workloads(path, here, _axis(path, data, "workloads")),
-        loads=[_number(path, "loads", v, positive=True) for v in _axis(path, data, "loads", [1.0])],
+        policies=policies,
+        workloads=workloads,
+        loads=loads,
         seeds=[_seed(path, v) for v in _axis(path, data, "seeds", [0])],
         clusters=clusters,
-        intervals=[
-            _number(path, "intervals", v, positive=True)
-            for v in _axis(path, data, "intervals", [60.0])
-        ],
+        intervals=intervals,
         profiles=_profiles(path, here, data.get("profiles")),
         config=config,
         settings=settings,
@@ -144,9 +159,32 @@ def _axis(path: Path, data: dict, key: str, default: list | None = None) -> list
     return value
 
 
+MAX_GRID_RUNS = 100_000
+"""Runs in one sweep, at most (a grid beyond it is a typo, not an experiment)."""
+
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
+
+
+def _distinct(path: Path, key: str, values: list) -> None:
+    """An axis whose values, read, are all different (``1`` and ``1.0`` are one load)."""
+    seen: dict = {}
+    for k, value in enumerate(values):
+        if value in seen:
+            raise InputError(
+                path, f"entries {seen[value]} and {k} are the same value", f"key {key}"
+            )
+        seen[value] = k
+
+
 def _name(path: Path, value: object) -> str:
-    if not isinstance(value, str) or not value.strip() or "/" in value:
-        raise InputError(path, f"must be a folder-safe name, found {value!r}", "key name")
+    """The experiment's name, its results folder under results/: one plain folder name."""
+    if not isinstance(value, str) or not _FOLDER_NAME.fullmatch(value.strip()):
+        raise InputError(
+            path,
+            f"must be a folder name of letters, digits, '.', '_', '+' or '-' (at most 100, "
+            f"starting with a letter or digit), found {value!r}",
+            "key name",
+        )
     return value.strip()
 
 

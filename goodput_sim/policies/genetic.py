@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.cluster import distributed_cells
+from goodput_sim.errors import InputError
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Snapshot, honour_categories, register
 from goodput_sim.policies.elastic import ELASTIC_PARAMS, POWER_ORDER, Goodput
@@ -22,6 +23,7 @@ from goodput_sim.policies.problem import AllocationProblem
 
 POPULATION = 100
 GENERATIONS = 100
+MAX_EVALUATIONS = 200_000  # individuals evaluated per round, at most: 20x the default
 
 
 def repair(pop: NDArray[np.int64], problem: AllocationProblem, rng: np.random.Generator) -> NDArray:
@@ -121,6 +123,13 @@ class GoodputGenetic(Goodput):
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
         self.population, self.generations = self.values["population"], self.values["generations"]
+        if self.population * self.generations > MAX_EVALUATIONS:
+            raise InputError(
+                "--param",
+                f"population x generations = {self.population * self.generations} evaluations "
+                f"per round exceeds the budget of {MAX_EVALUATIONS} (the default is "
+                f"{POPULATION * GENERATIONS})",
+            )
         self._round = 0
 
     def allocate(self, snapshot: Snapshot) -> Decision:

@@ -305,11 +305,8 @@ class NodeStates:
         so do the nodes a group with ``min_nodes`` keeps (every prefix of the list leaves each
         group at least its floor)."""
         booting = [n for n in sorted(self.starting, reverse=True) if n not in held]
-        up = [
-            n
-            for n in range(self.cluster.nodes)
-            if n not in self.off | self.failed | self.reclaimed | held and n not in self.starting
-        ]
+        away = self.off | self.failed | self.reclaimed | held | set(self.starting)
+        up = [n for n in range(self.cluster.nodes) if n not in away]
         order = booting + removal_order(list(allocations), up)
         if self._floors is None:
             return order
