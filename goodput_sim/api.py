@@ -341,7 +341,10 @@ def staged_folder(out: Path) -> Iterator[Path]:
     staging = out.with_name(out.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    try:
+        staging.mkdir(parents=True)
+    except OSError as err:
+        raise InputError("--out", f"cannot create {staging}: {err.strerror}") from None
     yield staging
     if out.exists():
         retired = out.with_name(out.name + ".replaced")

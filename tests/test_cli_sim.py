@@ -113,6 +113,8 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
     assert manifest["complete"] is True and manifest["stopped"] is None
     assert manifest["config"] == {
         "max_wall": None,
+        "stall_hours": 24.0,
+        "max_events": 20_000_000,
         "placement_order": "node",
         "interval": 120.0,
         "restart_delay": 10.0,
