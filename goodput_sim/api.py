@@ -305,6 +305,12 @@ def writable_folder(path: str | Path, option: str = "--out", force: bool = False
         raise InputError(option, f"{path} is a file, expected a results folder")
     if path.is_dir() and any(path.iterdir()) and not force:
         raise InputError(option, f"{path} holds earlier results; pass --force to replace them")
+    _check_creatable(path, option)
+    return path
+
+
+def _check_creatable(path: Path, option: str) -> None:
+    """Refuse ``path`` when its nearest existing ancestor is a file or is not writable."""
     existing = path
     while not existing.exists():
         existing = existing.parent
@@ -312,7 +318,6 @@ def writable_folder(path: str | Path, option: str = "--out", force: bool = False
         raise InputError(option, f"{existing} is a file, so {path} cannot be created")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(option, f"{existing} is not writable")
-    return path
 
 
 def writable_file(path: str | Path, option: str = "--output", force: bool = False) -> Path:
@@ -324,7 +329,7 @@ def writable_file(path: str | Path, option: str = "--output", force: bool = Fals
         raise InputError(option, f"{path} is a folder, expected a file name")
     if path.exists() and not force:
         raise InputError(option, f"{path} exists; pass --force to replace it")
-    writable_folder(path.parent, option, force=True)
+    _check_creatable(path.parent, option)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:

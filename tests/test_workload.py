@@ -85,11 +85,11 @@ def test_load_bad_rows(tmp_path, rows, line, fragment):
 
 
 def test_load_missing_file(tmp_path):
-    raises_input_error(tmp_path / "nope.csv", None, "file not found")
+    raises_input_error(tmp_path / "nope.csv", None, "no such workload CSV")
 
 
 def test_load_unreadable(tmp_path):
-    raises_input_error(tmp_path, None, "cannot read file")  # a directory
+    raises_input_error(tmp_path, None, "is a folder; expected a workload CSV")  # a directory
 
 
 def test_load_empty_file_and_header_only(tmp_path):
