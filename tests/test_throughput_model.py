@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +20,7 @@ from goodput_sim.models.throughput import (
     ThroughputParams,
     _LogFitObjective,
     network_time,
+    solve_small,
     step_times,
 )
 
@@ -275,3 +280,46 @@ def test_single_multi_gpu_observation_is_reproduced(nodes, extra, b, t):
     model = ThroughputModel().fit(nodes, replicas, b, 0.5 * t, t)
     assert float(model.predict(nodes, replicas, b)) == pytest.approx(t, rel=1e-3)
     assert float(model.predict(nodes, replicas, b, 2)) == pytest.approx(2 * t, rel=1e-3)
+
+
+# ------------------------------------------------------------------------ machine independence
+@given(st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_small_solver_agrees_with_lapack(n, seed):
+    """The fit's own solver (fixed summation order) solves what LAPACK solves."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(n, n)) + n * np.eye(n)  # well conditioned, as a damped normal matrix
+    b = rng.normal(size=n)
+    np.testing.assert_allclose(solve_small(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-12)
+
+
+def test_small_solver_refuses_a_singular_matrix():
+    with pytest.raises(np.linalg.LinAlgError):
+        solve_small(np.zeros((3, 3)), np.ones(3))
+
+
+BLAS_KERNELS = ("Haswell", "SkylakeX", "Sandybridge")
+
+
+def test_fits_do_not_depend_on_the_cpus_blas_kernel():
+    """The same fit under each OpenBLAS kernel this CPU can run gives the same bits: BLAS sums
+    in a kernel-specific order, so a fit through it moved results from one machine to another."""
+    program = (
+        "import numpy as np\n"
+        "from goodput_sim.models.throughput import ThroughputModel\n"
+        "rng = np.random.default_rng(3)\n"
+        "n = rng.integers(1, 5, 40); r = n * rng.integers(1, 5, 40)\n"
+        "b = rng.integers(16, 256, 40).astype(float)\n"
+        "t_acc = 0.002 * b + 0.01 + rng.normal(0, 1e-4, 40)\n"
+        "t = t_acc + 0.05 * (n > 1) + 0.02 * (r > 1) + rng.normal(0, 1e-3, 40)\n"
+        "m = ThroughputModel().fit(n, r, b, t_acc, t)\n"
+        "print(m.params_.as_array().tobytes().hex())\n"
+    )
+    outputs = set()
+    for kernel in BLAS_KERNELS:
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+        done = subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.add(done.stdout)
+    assert len(outputs) == 1

@@ -162,6 +162,39 @@ class _LogFitObjective:
         return jac[:, self.free]
 
 
+def _sum_of_squares(r: NDArray) -> float:
+    return float(np.sum(r * r))
+
+
+def solve_small(a: NDArray, b: NDArray) -> NDArray:
+    """Solve ``a x = b`` for a small square ``a`` by Gaussian elimination with partial pivoting.
+
+    Plain floating-point arithmetic in a fixed order, not BLAS: the optimised kernels BLAS picks
+    for the machine's CPU sum in different orders, so fits (and every result downstream) would
+    differ in the last bits from one machine to another. For the fit's 7 x 7 systems this is also
+    faster than a LAPACK call. Raises LinAlgError for an exactly singular ``a``."""
+    rows = np.column_stack([a, b]).tolist()
+    n = len(rows)
+    for k in range(n):
+        column = [abs(row[k]) for row in rows[k:]]
+        pivot = k + column.index(max(column))
+        if rows[pivot][k] == 0.0:  # NaN passes, as in LAPACK: the caller sees a NaN step
+            raise np.linalg.LinAlgError("singular matrix")
+        rows[k], rows[pivot] = rows[pivot], rows[k]
+        top = rows[k]
+        head = top[k]
+        tail = top[k:]
+        for i in range(k + 1, n):
+            row = rows[i]
+            factor = row[k] / head
+            row[k:] = [value - factor * t for value, t in zip(row[k:], tail, strict=True)]
+    x = [0.0] * n
+    for k in range(n - 1, -1, -1):
+        row = rows[k]
+        x[k] = (row[n] - sum([row[j] * x[j] for j in range(k + 1, n)])) / row[k]
+    return np.array(x)
+
+
 def projected_levenberg_marquardt(
     residuals, jacobian, x0: NDArray, lower: NDArray, upper: NDArray, max_iter: int = 200
 ) -> tuple[NDArray, bool]:
@@ -171,11 +204,11 @@ def projected_levenberg_marquardt(
     scipy's bounded trust-region solver spends milliseconds of Python per fit."""
     x = np.minimum(np.maximum(x0, lower), upper)
     r = residuals(x)
-    cost = float(r @ r)
+    cost = _sum_of_squares(r)
     damping = 1e-3
     for _ in range(max_iter):
         jac = jacobian(x)
-        grad = jac.T @ r
+        grad = (jac * r[:, None]).sum(axis=0)
         move = ~(((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0)))
         if not move.all():  # work on the parameters free to move
             if not move.any():
@@ -185,19 +218,19 @@ def projected_levenberg_marquardt(
             low, high = lower, upper
         if np.abs(grad).max() < 1e-14:
             return x, True
-        hessian = jac.T @ jac
+        hessian = (jac[:, :, None] * jac[:, None, :]).sum(axis=0)
         scaling = np.maximum(hessian.diagonal(), 1e-12)
         while True:
             system = hessian + np.diag(damping * scaling)
             try:
-                step = np.linalg.solve(system, -grad)
+                step = solve_small(system, -grad)
             except np.linalg.LinAlgError:
                 damping *= 10.0
                 continue
             trial = x.copy()
             trial[move] = np.minimum(np.maximum(x[move] + step, low), high)
             r_trial = residuals(trial)
-            cost_trial = float(r_trial @ r_trial)
+            cost_trial = _sum_of_squares(r_trial)
             if math.isfinite(cost_trial) and cost_trial < cost:
                 improvement = cost - cost_trial
                 x, r, cost = trial, r_trial, cost_trial

@@ -95,7 +95,7 @@ def _reference(
     if total <= 0 or eff.shape[0] == 0:
         return np.zeros(eff.shape[0])
     share = np.minimum(1.0, total / (eff.shape[0] * reps))
-    return (eff @ (cap / total)) * share
+    return np.sum(eff * (cap / total), axis=1) * share
 
 
 def _share_rows(reps: NDArray[np.float64], num_types: int) -> tuple[coo_array, coo_array]:

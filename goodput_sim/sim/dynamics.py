@@ -185,7 +185,7 @@ class NodeStates:
             out["node_hours_on_demand"] = float(hours[~spot].sum())
             out["node_hours_spot"] = float(hours[spot].sum())
             out["node_preemptions"] = self.reclaims
-            out["cost"] = float(np.dot(hours, prices))  # nan where a price is missing
+            out["cost"] = float(np.sum(hours * prices))  # nan where a price is missing
         return out
 
     # ------------------------------------------------------------------------- failures

@@ -194,7 +194,7 @@ class SeedObjective:
             work, epoch_work = steps * per_step, np.diff(self.profile.progress_thresholds)
         run, n, u = refine(self.schedule, epochs, steps, work, epoch_work, self.pieces)
         noise = trace[run] / batches[run]
-        own = self.descent / float(n @ u)  # the same descent from the job's own steps
+        own = self.descent / float(np.sum(n * u))  # the same descent from the job's own steps
         tuned = quadratic_loss(u, n, noise / self.grad_sqr0, own) if own * u.max() < 1 else np.nan
         loss = quadratic_loss(u, n, noise / self.grad_sqr0, kappa)
         return loss, tuned, weighted_noise(u, n, noise)
@@ -208,7 +208,7 @@ class SeedObjective:
             steps = budget / batch
             rates = self.schedule.per_epoch(len(budget))
             run, n, u = refine(self.schedule, epochs, steps, budget, budget, self.pieces)
-            kappa = self.descent / float(n @ u)
+            kappa = self.descent / float(np.sum(n * u))
             if kappa * rates.max() >= 1.0:
                 raise ValueError(
                     f"{self.profile.name}: lr_descent {self.descent:g} needs more than the "

@@ -102,7 +102,7 @@ def _cross_epochs(job: Job, plan: Plan, k0: int, t: float, available: float) -> 
     remaining = len(durations)
     _observe(job, plan, k0, min(crossed + 1, remaining))
     samples = plan.samples[k0:]
-    job.examples += float(durations[:crossed] @ samples[:crossed])
+    job.examples += float(np.sum(durations[:crossed] * samples[:crossed]))
     if job.step_log is not None:
         for k in range(crossed):
             _log_steps(job, plan, k0 + k, job.epoch + k, float(durations[k]))
