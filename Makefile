@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
 SIA_REFERENCE ?= ../shared/reference/sia-sosp23
 
-.PHONY: install demo test validate bench bench-scale bench-philly corrupt-inputs lint clean
+.PHONY: install demo test validate bench bench-scale bench-million-rows bench-philly corrupt-inputs lint clean
 
 install: $(STAMP)
 
@@ -30,6 +30,9 @@ bench: install
 
 bench-scale: install
 	$(BIN)/python benchmarks/bench_scale.py
+
+bench-million-rows: install
+	$(BIN)/python benchmarks/bench_million_rows.py
 
 bench-philly: install
 	$(BIN)/python benchmarks/bench_philly.py

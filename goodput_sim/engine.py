@@ -212,61 +212,46 @@ class Simulation:
             for app, truth in truths.items()
         }
         self._limits: dict[tuple, Limits] = {}
-        has_categories = "category" in workload.columns
-        specs = [
-            JobSpec(
-                str(r.name),
-                str(r.application),
-                float(r.time),
-                int(r.num_replicas),
-                int(r.batch_size),
-                job_category(r.category) if has_categories else "adaptive",
-            )
-            for r in workload.itertuples(index=False)
-        ]
-        self.jobs = [
-            Job(
-                spec,
-                truths[spec.application],
-                JobBelief(
-                    self._agent_limits(spec, None, truths[spec.application]),
-                    oracle_params.get(spec.application),
-                    self.fit_memo,
-                ),
-                self.cluster.nodes,
-            )
-            for spec in specs
-        ]
-        self.typed = self.cluster.mixed or any(
-            isinstance(profiles[a], TypedProfile) for a in set(workload["application"])
+        self._truths = truths
+        self._oracle = oracle_params
+        # The workload as columns, in file order; a job's state is made when it arrives (or
+        # when ``jobs`` is read), so a million-row workload cut short by a horizon costs what
+        # its arrived jobs cost.
+        self._names = workload["name"].astype(str).tolist()
+        self._apps = workload["application"].astype(str).tolist()
+        self._arrivals = workload["time"].to_numpy(dtype=np.float64)
+        self._replicas = workload["num_replicas"].to_numpy(dtype=np.int64)
+        self._batches = workload["batch_size"].to_numpy(dtype=np.int64)
+        self._categories = (
+            [job_category(c) for c in workload["category"]]
+            if "category" in workload.columns
+            else None
         )
+        self._order = np.argsort(self._arrivals, kind="stable")  # stable: file order
+        self._made: dict[int, Job] = {}  # jobs made so far, by workload row
+        self._workload_apps = sorted(set(self._apps))
+        self.typed = self.cluster.mixed or any(
+            isinstance(profiles[a], TypedProfile) for a in self._workload_apps
+        )
+        self._typed: dict[str, TypedProfile] = {}
         if self.typed:
             if self.config.oracle:
                 raise InputError("--oracle", "is not supported on profiles by GPU type")
-            typed = {app: as_typed(profiles[app], home) for app in truths}
-            for job in self.jobs:
-                job.typed = typed[job.spec.application]
-                job.type_beliefs = {
-                    t: JobBelief(
-                        self._agent_limits(job.spec, t, job.typed.for_type(t)), None, self.fit_memo
-                    )
-                    for t in self.cluster.type_order
-                }
+            self._typed = {app: as_typed(profiles[app], home) for app in truths}
         self.objectives = self._seed_objectives(truths, schedules)
         self.round_records: list[dict] = []
         self.policy_seconds: list[float] = []
         self.env = simpy.Environment()
         self.active: list[Job] = []
         self.last_advance = 0.0
-        self.completions = {job.name: self.env.event() for job in self.jobs}
-        self._queue = sorted(self.jobs, key=lambda j: j.spec.arrival)  # stable: file order
-        self._arrived = 0  # jobs of the queue that have arrived
+        self.completions: dict[str, simpy.Event] = {}  # of the jobs made so far
+        self._arrived = 0  # jobs of the arrival order that have arrived
         self.stopped: str | None = None
         self._started = 0.0
         self._events = 0  # work done so far, against config.max_events
         self._stalled_since: float | None = None  # when jobs last began to wait with no GPU held
         self._check_finishable()
-        check_work(self.cluster, self.config, len(self.jobs))
+        check_work(self.cluster, self.config, len(self._names))
         self.nodes = NodeStates(
             self.env,
             self.cluster,
@@ -282,7 +267,10 @@ class Simulation:
                 f"search re-runs the policy's own allocation at candidate sizes; {policy.name} "
                 "keeps the GPU counts jobs ask for (use an elastic policy, or utility/queue)",
             )
-        self._crash_streams = self._crash_setup()
+        self._crash_streams: dict[str, Iterator[float]] = {}  # of the jobs made so far
+        self._crashes = any(
+            self._crash_hours(self._fresh_job(i)) is not None for i in self._first_of_each_request
+        )
         self._checkpointing = self._checkpoint_setup()
         self._speeds: dict[tuple[str, str], Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
@@ -314,20 +302,90 @@ class Simulation:
             app: SeedObjective(truth, schedules[app], config.lr_descent, lr_aware)
             for app, truth in truths.items()
         }
-        budgets: dict[tuple[str, float], NDArray] = {}
-        for job in self.jobs:
+        budgets = self._budgets = {}
+        for index in self._first_of_each_request:
+            job = self._fresh_job(index)
             app, batch = job.spec.application, static_batch(job)
             try:
                 objectives[app].static(batch)
             except ValueError as problem:
                 raise InputError("--lr-descent", f"job {job.name!r}: {problem}") from None
-            job.step_log = StepLog()
-            if lr_aware:
-                if (app, batch) not in budgets:
-                    budgets[app, batch] = example_budget(job.profile, batch)
-                    budgets[app, batch].flags.writeable = False
-                job.work = budgets[app, batch]
+            if lr_aware and (app, batch) not in budgets:
+                budgets[app, batch] = example_budget(job.profile, batch)
+                budgets[app, batch].flags.writeable = False
         return objectives
+
+    # ------------------------------------------------------------------------------- jobs
+    @property
+    def jobs(self) -> list[Job]:
+        """Every job of the workload, in file order (made now where not yet arrived)."""
+        return [self._job(index) for index in range(len(self._names))]
+
+    def _made_in_order(self) -> list[Job]:
+        """The jobs made so far, in file order."""
+        return [self._made[index] for index in sorted(self._made)]
+
+    def _job(self, index: int) -> Job:
+        """The job of workload row ``index``, made on first use with its run state."""
+        job = self._made.get(index)
+        if job is None:
+            job = self._made[index] = self._fresh_job(index)
+            if self._crashes:
+                hours = self._crash_hours(job)
+                if hours is not None:
+                    stream = self._crash_streams[job.name] = self._failure_model().crash_seconds(
+                        index, hours
+                    )
+                    job.crash_left = next(stream)
+            if self.objectives is not None:
+                job.step_log = StepLog()
+                if self.config.progress == "lr-aware":
+                    job.work = self._budgets[job.spec.application, static_batch(job)]
+            self.completions[job.name] = self.env.event()
+        return job
+
+    def _spec(self, index: int) -> JobSpec:
+        app, gpus, batch, category = self._request(index)
+        return JobSpec(self._names[index], app, float(self._arrivals[index]), gpus, batch, category)
+
+    def _fresh_job(self, index: int) -> Job:
+        """Workload row ``index`` as a job that has not arrived: its truth, its beliefs (one
+        per GPU type on typed runs) and nothing run."""
+        spec = self._spec(index)
+        truth = self._truths[spec.application]
+        belief = JobBelief(
+            self._agent_limits(spec, None, truth), self._oracle.get(spec.application), self.fit_memo
+        )
+        job = Job(spec, truth, belief, self.cluster.nodes)
+        if self.typed:
+            job.typed = self._typed[spec.application]
+            job.type_beliefs = {
+                t: JobBelief(
+                    self._agent_limits(spec, t, job.typed.for_type(t)), None, self.fit_memo
+                )
+                for t in self.cluster.type_order
+            }
+        return job
+
+    def _request(self, index: int) -> tuple[str, int, int, str]:
+        """Row ``index``'s request: (application, GPUs, batch, category), all a job's limits,
+        checks and fairness rule read besides its name and arrival."""
+        category = self._categories[index] if self._categories is not None else "adaptive"
+        return self._apps[index], int(self._replicas[index]), int(self._batches[index]), category
+
+    @functools.cached_property
+    def _first_of_each_request(self) -> list[int]:
+        """The first workload row of each distinct request (see :meth:`_request`), in file
+        order: what every per-request check reads (a request's first job is the one named)."""
+        requests = pd.DataFrame(
+            {
+                "app": self._apps,
+                "gpus": self._replicas,
+                "batch": self._batches,
+                "category": self._categories or "adaptive",
+            }
+        )
+        return requests.drop_duplicates().index.tolist()
 
     def has_started(self) -> bool:
         """Whether :meth:`run` has been called (the policy and agent may then be rebound)."""
@@ -340,12 +398,19 @@ class Simulation:
             raise RuntimeError("a Simulation runs once; build a new one to run again")
         started = self._started = wallclock.perf_counter()
         self.nodes.start()
-        arrivals = [(job.spec.arrival, job.name) for job in self._queue]
+        arrivals = ((float(self._arrivals[i]), self._names[i]) for i in self._order)
         # One BLAS thread: the models' linear algebra is small, and OpenBLAS's thread start-up
         # costs far more CPU than it saves (scipy's interpolators on first use, fits).
         with threadpool_limits(limits=1, user_api="blas"):
             run_clock(self.env, arrivals, self._on_arrival, self._round)
-        jobs = jobs_table(self.jobs, self.typed, self.objectives, self._counters())
+        jobs = jobs_table(
+            self._made,
+            self._fresh_job(0),
+            (self._names, self._apps, self._arrivals.tolist()),
+            self.typed,
+            self.objectives,
+            self._counters(),
+        )
         return SimResult(
             jobs=jobs,
             fairness_source=self._fairness(jobs),
@@ -373,13 +438,26 @@ class Simulation:
             return as_typed(profile, home).for_type(gpu_type) if gpu_type else _truth(profile, home)
 
         adapts = self.agent.name != "fixed"
-        rules = {}
-        for job in self.jobs:
+
+        def rule(job: Job) -> tuple[int | None, int, int, float]:
             lim = job.belief.limits
             own = lim.fixed_batch_size or job.spec.requested_batch
             batch = None if adapts and lim.fixed_batch_size is None else own
             cap = lim.cap(max(lim.max_batch_size // lim.min_local_bsz, 1))
-            rules[job.name] = (batch, lim.min_replicas or 1, cap, self._restart_delay(job))
+            return batch, lim.min_replicas or 1, cap, self._restart_delay(job)
+
+        # A job never made is as it was made: its rule is its request's (one per request).
+        by_request: dict[tuple, tuple[int | None, int, int, float]] = {}
+        rules = []
+        for index in range(len(self._names)):
+            job = self._made.get(index)
+            if job is not None:
+                rules.append(rule(job))
+                continue
+            request = self._request(index)
+            if request not in by_request:
+                by_request[request] = rule(self._fresh_job(index))
+            rules.append(by_request[request])
         return functools.partial(
             fairness_table, jobs, cluster.total_gpus, IsolatedTimes(cluster, truth), rules
         )
@@ -387,7 +465,7 @@ class Simulation:
     def _on_arrival(self, event: simpy.Event) -> None:
         """A job arrives: it becomes schedulable at the next round (at or after this time).
         Arrival events fire in queue order (time, then creation order)."""
-        self.active.append(self._queue[self._arrived])
+        self.active.append(self._job(int(self._order[self._arrived])))
         self._arrived += 1
         self._quiet_until = -np.inf
 
@@ -404,7 +482,7 @@ class Simulation:
         self.last_advance = now
         self.nodes.account(now)
         self._complete_finished()
-        waiting = len(self._queue) - self._arrived
+        waiting = len(self._names) - self._arrived
         if (not self.active and not waiting) or (horizon is not None and now >= horizon):
             return None
         self.stopped = self._guard(now)
@@ -418,7 +496,7 @@ class Simulation:
                 self._stalled_since = None if held else now
             wait = interval
         else:
-            gap = self._queue[self._arrived].spec.arrival - now
+            gap = float(self._arrivals[self._order[self._arrived]]) - now
             wait = max(np.ceil(gap / interval), 1) * interval
             if self.nodes.scaler is not None and self._scale_idle():
                 wait = interval  # the next idle round may shrink it further
@@ -433,42 +511,39 @@ class Simulation:
         return self.nodes.live_cluster()
 
     # ---------------------------------------------------------------- checkpoints, crashes
-    def _crash_setup(self) -> dict[str, Iterator[float]]:
-        """Each job's stream of running seconds between crashes (none without a crash rate:
-        the run's ``--job-crash-hours``, else its application's ``crash_hours``)."""
+    def _failure_model(self) -> FailureModel:
         failures = self.config.failures
-        model = failures if failures is not None else FailureModel()
-        streams = {}
-        for index, job in enumerate(self.jobs):
-            hours = model.job_crash_hours or job.profile.crash_hours
-            if hours is not None:
-                streams[job.name] = model.crash_seconds(index, hours)
-                job.crash_left = next(streams[job.name])
-        return streams
+        return failures if failures is not None else FailureModel()
+
+    def _crash_hours(self, job: Job) -> float | None:
+        """The mean running hours between a job's crashes: the run's ``--job-crash-hours``,
+        else its application's ``crash_hours`` (None: it never crashes)."""
+        return self._failure_model().job_crash_hours or job.profile.crash_hours
 
     def _checkpoint_setup(self) -> bool:
         """Whether jobs take periodic checkpoints: when work can be lost (node failures, job
         crashes, reallocations that save nothing) or saves cost time; ``--checkpoint-interval
         auto`` checked against both."""
         nodes_fail = self.nodes.fails
-        costly = self._costly_saves = any(self._save_seconds(job) > 0 for job in self.jobs)
+        saves = [self._save_seconds(self._fresh_job(i)) > 0 for i in self._first_of_each_request]
+        costly = self._costly_saves = any(saves)
         if self.config.checkpoint_interval == "auto":
-            if not costly or not all(self._save_seconds(job) > 0 for job in self.jobs):
+            if not costly or not all(saves):
                 raise InputError(
                     "--checkpoint-interval", "auto needs a save time (--checkpoint-seconds)"
                 )
             every_node = range(self.cluster.nodes)
-            if not (self.nodes.failure_rate(every_node) > 0 or self._crash_streams):
+            if not (self.nodes.failure_rate(every_node) > 0 or self._crashes):
                 raise InputError(
                     "--checkpoint-interval", "auto needs an MTBF (--mtbf or job crashes)"
                 )
         unsaved = self.config.reallocation_checkpoint == "none"
-        return nodes_fail or bool(self._crash_streams) or costly or unsaved
+        return nodes_fail or self._crashes or costly or unsaved
 
     def _counters(self) -> tuple[str, ...]:
         """Job counters worth a column in this run: crashes where jobs crash, saves where
         checkpoints cost time, preemptions where the cluster has spot nodes."""
-        out = ("crashes",) if self._crash_streams else ()
+        out = ("crashes",) if self._crashes else ()
         spot = any(g.preemptible for g in self.cluster.groups)
         return out + (("saves",) if self._costly_saves else ()) + (("preemptions",) if spot else ())
 
@@ -622,7 +697,7 @@ class Simulation:
         """The nodes' summary, with GPU-hours by type on typed runs."""
         out = self.nodes.summary(self.env.now)
         if self.typed:
-            out.update(gpu_hours_by_type(self.jobs, self.cluster.type_order))
+            out.update(gpu_hours_by_type(self._made_in_order(), self.cluster.type_order))
         return out
 
     def _guard(self, now: float) -> str | None:
@@ -976,23 +1051,22 @@ class Simulation:
         if self.config.autoscale is None or not self.cluster.group_bounds or self.policy.elastic:
             return
         most = self.nodes.reachable_gpus()
-        for job in self.jobs:
-            if job.spec.requested_replicas > most:
-                raise InputError(
-                    f"job {job.name!r}",
-                    f"asks for {job.spec.requested_replicas} GPUs; the autoscaled groups "
-                    f"provision at most {most} at once within --max-nodes "
-                    f"{self.config.autoscale.max_nodes} (nodes start cheapest first)",
-                )
+        for index in np.flatnonzero(self._replicas > most)[:1]:
+            raise InputError(
+                f"job {self._names[index]!r}",
+                f"asks for {self._replicas[index]} GPUs; the autoscaled groups "
+                f"provision at most {most} at once within --max-nodes "
+                f"{self.config.autoscale.max_nodes} (nodes start cheapest first)",
+            )
 
     def _check_finishable(self) -> None:
         """Refuse a job that could not finish within ``MAX_IDEAL_SECONDS`` even alone on its
         requested GPUs at its requested batch, or that asks for more GPUs than one GPU type
         has: its profile (or request) would make the run endless. One estimate per distinct
-        (application, GPUs, batch)."""
-        seen: dict[tuple, float] = {}
+        (application, GPUs, batch), on its first job."""
         most = self.cluster.max_job_gpus
-        for job in self.jobs:
+        for index in self._first_of_each_request:
+            job = self._fresh_job(index)
             spec, profile = job.spec, job.profile
             if self.cluster.mixed and spec.requested_replicas > most:
                 raise InputError(
@@ -1001,16 +1075,14 @@ class Simulation:
                     f"and the largest type of this cluster has {most}",
                 )
             key = (spec.application, spec.requested_replicas, spec.requested_batch)
-            if key not in seen:
-                lim = profile.limits
-                replicas = spec.requested_replicas
-                b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
-                layout = self.cluster.packed_layout(replicas)
-                epochs = np.arange(lim.max_epochs)
-                *_, rate = epoch_rates(profile, layout, b, s, replicas, epochs)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    seen[key] = float(np.sum(np.diff(profile.progress_thresholds) / rate))
-            seconds = seen[key]
+            lim = profile.limits
+            replicas = spec.requested_replicas
+            b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
+            layout = self.cluster.packed_layout(replicas)
+            epochs = np.arange(lim.max_epochs)
+            *_, rate = epoch_rates(profile, layout, b, s, replicas, epochs)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                seconds = float(np.sum(np.diff(profile.progress_thresholds) / rate))
             if not (np.isfinite(seconds) and seconds <= MAX_IDEAL_SECONDS):
                 raise InputError(
                     f"job {job.name!r}",

@@ -20,7 +20,7 @@ share would have let it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -136,15 +136,15 @@ def fairness_table(
     jobs: pd.DataFrame,
     total_gpus: int,
     isolated: IsolatedTimes,
-    rules: dict[str, tuple[int | None, int, int, float]],
+    rules: Sequence[tuple[int | None, int, int, float]],
 ) -> pd.DataFrame:
-    """rho per job of the jobs table; ``rules`` maps each job to (batch alone, None for the
-    best per epoch; fewest GPUs; most GPUs; seconds to start)."""
+    """rho per job of the jobs table; ``rules`` gives each job, in row order, (batch alone,
+    None for the best per epoch; fewest GPUs; most GPUs; seconds to start)."""
     n_avg = contention(jobs)
     share = total_gpus / n_avg
     times = [
-        isolated.on_share(app, s, *rules[name][:3]) + rules[name][3]
-        for name, app, s in zip(jobs["name"], jobs["application"], share, strict=True)
+        isolated.on_share(app, s, *rule[:3]) + rule[3]
+        for app, s, rule in zip(jobs["application"], share, rules, strict=True)
     ]
     out = pd.DataFrame({"name": jobs["name"], "n_avg": n_avg, "share_gpus": share})
     out["isolated_jct"] = times

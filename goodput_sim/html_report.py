@@ -14,7 +14,14 @@ import pandas as pd
 
 from goodput_sim import __version__, plots
 from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
-from goodput_sim.report import Results, claim_note, claim_table, interval_text, policy_table
+from goodput_sim.report import (
+    Results,
+    claim_note,
+    claim_table,
+    interval_text,
+    policy_table,
+    statistic_text,
+)
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
@@ -116,8 +123,10 @@ def _policy_html(results: Results, table: pd.DataFrame) -> str:
             "makespan (h)": table["makespan_s"].map(_hours),
             "GPU utilisation": table["gpu_utilization"].map("{:.1%}".format),
             "unfinished jobs": table["unfinished"],
-            "worst rho": table["ftf_rho_max"].map("{:.2f}".format),
-            "jobs with rho > 1": table["ftf_unfair_fraction"].map("{:.0%}".format),
+            "worst rho": table["ftf_rho_max"].map(lambda v: statistic_text(v, ".2f")),
+            "jobs with rho > 1": table["ftf_unfair_fraction"].map(
+                lambda v: statistic_text(v, ".0%")
+            ),
         }
     )
     note = (

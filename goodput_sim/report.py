@@ -393,6 +393,12 @@ def claim_note(results: Results) -> str:
     return ""
 
 
+def statistic_text(value: float, spec: str) -> str:
+    """A statistic formatted by ``spec``; one that is not a number (no finished job to measure,
+    or an older run without fairness statistics) as ``-``."""
+    return "-" if value != value else format(value, spec)
+
+
 def report_text(results: Results) -> str:
     """The report for a terminal: the policy table per load, then the claim check."""
     lines = [f"{results.kind} {results.folder}: {results.caption()}", ""]
@@ -411,7 +417,8 @@ def report_text(results: Results) -> str:
             f"{row.load:>5g} {row.policy:<{wide}} {row.runs:>4} "
             f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
             f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10} "
-            f"{row.ftf_rho_max:>9.2f} {row.ftf_unfair_fraction:>6.0%}"
+            f"{statistic_text(row.ftf_rho_max, '.2f'):>9} "
+            f"{statistic_text(row.ftf_unfair_fraction, '.0%'):>6}"
         )
     lines.append(
         "rho: finish-time fairness, JCT over the JCT alone on an equal share of the cluster "

@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import math
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -30,6 +30,8 @@ from goodput_sim.safe_yaml import load_yaml
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 CATEGORY_COLUMN = "category"  # optional: adaptive (the default), scale-gpus or rigid
 MAX_ARRIVAL_SECONDS = 10 * 365 * 86400.0  # ten years: later arrivals are input errors
+MAX_GENERATED_JOBS = 10_000_000  # a generated workload's most jobs
+MAX_GENERATED_HOURS = int(MAX_ARRIVAL_SECONDS // 3600)  # arrivals a workload may hold
 _MAX_COUNT = 1e12  # GPUs or batch sizes beyond this are typos, not requests
 _NAME_FORBIDDEN = (";", "=")  # they separate entries of the rounds.csv allocations column
 
@@ -143,28 +145,27 @@ def load_workload(
     applications: Iterable[str] | None = None,
     max_gpus: int | None = None,
 ) -> pd.DataFrame:
-    """Read and validate a workload CSV; return its jobs sorted by (time, file order)."""
+    """Read and validate a workload CSV; return its jobs sorted by (time, file order).
+
+    Rows stream into typed columns, so a million-job file costs its columns, not a record per
+    job."""
     path = Path(path)
-    header, rows = _read_csv_rows(path)
-    columns = _column_index(path, header)
-    records: list[dict[str, Any]] = []
+    columns: dict[str, list] = {}
     first_line: dict[str, int] = {}
-    for line, fields in rows:
-        if len(fields) > len(header):  # e.g. an unquoted comma inside a value
-            raise InputError(
-                path, f"expected {len(header)} fields as in the header, got {len(fields)}", line
-            )
-        rec = _parse_job(path, line, fields, columns)
-        name = rec["name"]
+    for line, values in _read_jobs(path):
+        if not columns:
+            columns = {c: [] for c in values}
+        name = values["name"]
         if name in first_line:
             raise InputError(
                 path, f"duplicate job name {name!r} (first on line {first_line[name]})", line
             )
         first_line[name] = line
-        records.append(rec)
-    if not records:
+        for column, value in values.items():
+            columns[column].append(value)
+    if not columns:
         raise InputError(path, "workload has no jobs (only a header)")
-    frame = _to_frame(records)
+    frame = _to_frame(columns)
     check_workload(frame, path, applications, max_gpus, lines=list(first_line.values()))
     return frame.sort_values("time", kind="stable").reset_index(drop=True)
 
@@ -179,7 +180,7 @@ def check_workload(
     """Check each job, in row order: its application is one of ``applications``, its batch is
     within the application's largest validated batch (when ``applications`` maps names to
     profiles) and it asks for at most ``max_gpus`` GPUs. ``lines`` (one per row) puts file
-    lines in the messages.
+    lines in the messages; the first bad row is the one reported.
 
     A job larger than the cluster can never be placed: without this check the gang policies
     (fifo, tiresias) would wait for it forever and the run would never end.
@@ -192,32 +193,56 @@ def check_workload(
         )
     known = None if applications is None else sorted(set(applications))
     profiles = applications if isinstance(applications, Mapping) else {}
-    columns = ("name", "application", "num_replicas", "batch_size")
-    rows = zip(*(frame[c] for c in columns), strict=True)
-    for row, (name, application, replicas, batch) in enumerate(rows):
-        line = None if lines is None else lines[row]
-        if known is not None and application not in known:
-            raise InputError(
-                source, f"unknown application {application!r}; known: {', '.join(known)}", line
-            )
-        limits = getattr(profiles.get(application), "limits", None)
-        if limits is not None and batch > limits.max_batch_size:
-            raise InputError(
-                source,
-                f"job {name!r} asks for batch {int(batch)}, more than {application}'s largest "
-                f"validated batch {limits.max_batch_size}",
-                line,
-            )
-        if max_gpus is not None and replicas > max_gpus:
-            raise InputError(
-                source,
-                f"job {name!r} asks for {int(replicas)} GPUs, more than the cluster's {max_gpus}",
-                line,
-            )
+    apps = frame["application"]
+    bad = np.zeros(len(frame), dtype=bool)
+    if known is not None:
+        bad |= ~apps.isin(known).to_numpy()
+    largest = {
+        app: limits.max_batch_size
+        for app, profile in profiles.items()
+        if (limits := getattr(profile, "limits", None)) is not None
+    }
+    if largest:
+        ceiling = apps.map(largest).to_numpy(dtype=float, na_value=np.inf)
+        bad |= frame["batch_size"].to_numpy() > ceiling
+    if max_gpus is not None:
+        bad |= frame["num_replicas"].to_numpy() > max_gpus
+    if bad.any():
+        row = int(np.argmax(bad))
+        _refuse_job(frame.iloc[row], source, known, largest, max_gpus, lines and lines[row])
     if CATEGORY_COLUMN in frame.columns:
         for row, value in enumerate(frame[CATEGORY_COLUMN]):
             line = None if lines is None else lines[row]
             _category(source, line, category_text(value))
+
+
+def _refuse_job(
+    job: pd.Series,
+    source: str | Path | None,
+    known: Sequence[str] | None,
+    largest: Mapping[str, int],
+    max_gpus: int | None,
+    line: int | None,
+) -> None:
+    """Raise the message for the first check that ``job`` fails (see check_workload)."""
+    name, application = job["name"], job["application"]
+    if known is not None and application not in known:
+        raise InputError(
+            source, f"unknown application {application!r}; known: {', '.join(known)}", line
+        )
+    if application in largest and job["batch_size"] > largest[application]:
+        raise InputError(
+            source,
+            f"job {name!r} asks for batch {int(job['batch_size'])}, more than {application}'s "
+            f"largest validated batch {largest[application]}",
+            line,
+        )
+    raise InputError(
+        source,
+        f"job {name!r} asks for {int(job['num_replicas'])} GPUs, more than the cluster's "
+        f"{max_gpus}",
+        line,
+    )
 
 
 def category_text(value: object) -> str:
@@ -225,23 +250,40 @@ def category_text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """Return the header and the non-blank data rows with their 1-based line numbers."""
+def _read_jobs(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield each non-blank data row's 1-based line number and typed values, in file order."""
     try:
         with regular_file(path, "workload CSV").open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
-            rows = [(reader.line_num, r) for r in reader if any(f.strip() for f in r)]
+            if header is None:
+                raise InputError(
+                    path, f"empty file; expected a header {','.join(WORKLOAD_COLUMNS)}"
+                )
+            _refuse_nul(path, 1, header)
+            header = [h.strip() for h in header]
+            columns = _column_index(path, header)
+            for fields in reader:
+                if not any(f.strip() for f in fields):
+                    continue
+                line = reader.line_num
+                _refuse_nul(path, line, fields)
+                if len(fields) > len(header):  # e.g. an unquoted comma inside a value
+                    raise InputError(
+                        path,
+                        f"expected {len(header)} fields as in the header, got {len(fields)}",
+                        line,
+                    )
+                yield line, _parse_job(path, line, fields, columns)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise InputError(path, f"cannot read file: {err}") from None
-    if header is None:
-        raise InputError(path, f"empty file; expected a header {','.join(WORKLOAD_COLUMNS)}")
-    for line, fields in [(1, header), *rows]:
-        if any("\x00" in f for f in fields):
-            raise InputError(path, "holds a NUL byte; expected text", line)
-    return [h.strip() for h in header], rows
+
+
+def _refuse_nul(path: Path, line: int, fields: Sequence[str]) -> None:
+    if any("\x00" in f for f in fields):
+        raise InputError(path, "holds a NUL byte; expected text", line)
 
 
 def _column_index(path: Path, header: Sequence[str]) -> dict[str, int]:
@@ -327,12 +369,9 @@ def _positive_int(path: Path, line: int, column: str, text: str) -> int:
     return int(value)
 
 
-def _to_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Build the typed DataFrame, in file order."""
-    columns = list(WORKLOAD_COLUMNS)
-    if records and CATEGORY_COLUMN in records[0]:
-        columns.append(CATEGORY_COLUMN)
-    df = pd.DataFrame.from_records(records, columns=columns)
+def _to_frame(columns: Mapping[str, list]) -> pd.DataFrame:
+    """Build the typed DataFrame, in file order, from its columns."""
+    df = pd.DataFrame(dict(columns))
     df = df.astype({"time": "float64", "num_replicas": "int64", "batch_size": "int64"})
     df["application"] = df["application"].astype(str)
     return df
@@ -622,16 +661,16 @@ def generate_workload(
 
 def _check_generate_args(num_jobs: int, hours: int, start_hour: int, days: int | None) -> int:
     """Validate generator arguments; return the span in hours."""
-    for field, value, low in (
-        ("num_jobs", num_jobs, 1),
-        ("hours", hours, 1),
-        ("start_hour", start_hour, 0),
-        ("days", days, 1),
+    for field, value, low, high in (
+        ("num_jobs", num_jobs, 1, MAX_GENERATED_JOBS),
+        ("hours", hours, 1, MAX_GENERATED_HOURS),
+        ("start_hour", start_hour, 0, 23),
+        ("days", days, 1, MAX_GENERATED_HOURS // 24),
     ):
-        if value is not None and (not isinstance(value, int | np.integer) or value < low):
-            raise InputError(None, f"must be an integer >= {low}, got {value!r}", field)
-    if start_hour > 23:
-        raise InputError(None, f"must be an hour of day 0-23, got {start_hour}", "start_hour")
+        if value is not None and (
+            not isinstance(value, int | np.integer) or not low <= value <= high
+        ):
+            raise InputError(None, f"must be an integer in [{low}, {high}], got {value!r}", field)
     return 24 * days if days is not None else hours
 
 

@@ -31,6 +31,7 @@ from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
+from goodput_sim.report import statistic_text
 from goodput_sim.saved import MAX_SEED, is_seed
 from goodput_sim.spec import BY_NAME, SETTINGS, Setting, build_config, with_settings
 
@@ -319,10 +320,12 @@ FAIRNESS_NOTE = "rho: JCT over the JCT alone on an equal share of the cluster"
 
 
 def _fairness_text(summary) -> str:
-    """Worst and median rho and the share of jobs above 1, in words."""
+    """Worst and median rho and the share of jobs above 1, in words (``-`` for a statistic
+    with no finished job to measure)."""
     return (
-        f"worst rho {summary['ftf_rho_max']:.2f}, median {summary['ftf_rho_median']:.2f}, "
-        f"{summary['ftf_unfair_fraction']:.0%} of jobs above 1"
+        f"worst rho {statistic_text(summary['ftf_rho_max'], '.2f')}, "
+        f"median {statistic_text(summary['ftf_rho_median'], '.2f')}, "
+        f"{statistic_text(summary['ftf_unfair_fraction'], '.0%')} of jobs above 1"
     )
 
 

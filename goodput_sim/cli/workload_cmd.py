@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ import click
 from goodput_sim import workload as wl
 from goodput_sim.cli import force_option, main, writable_file
 from goodput_sim.errors import InputError
+from goodput_sim.saved import MAX_SEED
 
 
 @main.group("workload")
@@ -47,7 +49,7 @@ def stats_cmd(philly_csv: Path, output: Path, force: bool) -> None:
     show_default=True,
     help="Named defaults; the options below override them.",
 )
-@click.option("--jobs", type=int, help="Number of jobs.")
+@click.option("--jobs", type=click.IntRange(1, wl.MAX_GENERATED_JOBS), help="Number of jobs.")
 @click.option(
     "--load",
     type=click.FloatRange(0.01, 100.0),
@@ -55,9 +57,17 @@ def stats_cmd(philly_csv: Path, output: Path, force: bool) -> None:
     show_default=True,
     help="Arrival rate relative to the preset's, in the same window (jobs x load).",
 )
-@click.option("--hours", type=int, help="Arrival span in hours (within one day's pattern).")
-@click.option("--days", type=int, help="Arrival span in days (full 24-hour pattern per day).")
-@click.option("--seed", type=int, help="Random seed.")
+@click.option(
+    "--hours",
+    type=click.IntRange(1, wl.MAX_GENERATED_HOURS),
+    help="Arrival span in hours (within one day's pattern).",
+)
+@click.option(
+    "--days",
+    type=click.IntRange(1, wl.MAX_GENERATED_HOURS // 24),
+    help="Arrival span in days (full 24-hour pattern per day).",
+)
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Random seed.")
 @click.option(
     "--realistic",
     is_flag=True,
@@ -88,6 +98,8 @@ def generate_cmd(
 ) -> None:
     """Generate a workload CSV from Philly statistics; ``--load`` scales the arrival rate in the
     same window (load 1.0 is the preset, as the Pollux paper's 0.5x-2x load experiment)."""
+    if not math.isfinite(load):
+        raise InputError("--load", f"{load} is not a number in [0.01, 100]")
     writable_file(output, force=force)
     if hours is not None and days is not None:
         raise InputError(None, "give --hours or --days, not both", "--hours/--days")

@@ -20,7 +20,8 @@ an explicit priority, and at one instant they run in this order:
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,17 +75,39 @@ def after(env: simpy.Environment, delay: float, cause: Cause, job: str | None = 
     return At(env, delay, SimEvent(cause, env.now + delay, job))
 
 
+def at(env: simpy.Environment, time: float, cause: Cause, job: str | None = None) -> At:
+    """An event of ``cause`` due at ``time`` exactly (not ``now`` plus a rounded difference:
+    the delay is nudged until the two add up to ``time``)."""
+    delay = time - env.now
+    while env.now + delay < time:
+        delay = math.nextafter(delay, math.inf)
+    while delay > 0 and env.now + delay > time:
+        delay = math.nextafter(delay, -math.inf)
+    return At(env, delay, SimEvent(cause, time, job))
+
+
 def run_clock(
     env: simpy.Environment,
-    arrivals: Sequence[tuple[float, str]],
+    arrivals: Iterable[tuple[float, str]],
     on_arrival: Callable[[Event], object],
     round_step: Callable[[float], float | None],
 ) -> None:
-    """Replay a run: each (time, job) arrival calls ``on_arrival`` at its time, and a round
-    calls ``round_step(now)`` at time 0 (after that instant's arrivals) and then after each
-    wait it returns, until it returns None."""
-    for time, job in arrivals:
-        after(env, time, Cause.ARRIVAL, job).callbacks.append(on_arrival)
+    """Replay a run: each (time, job) arrival, in time order, calls ``on_arrival`` at its
+    time, and a round calls ``round_step(now)`` at time 0 (after that instant's arrivals) and
+    then after each wait it returns, until it returns None. One arrival is pending at a time
+    (the next is scheduled as one fires), so a long workload costs no memory in the queue."""
+    upcoming = iter(arrivals)
+
+    def arrive(event: Event) -> None:
+        on_arrival(event)
+        schedule_next()
+
+    def schedule_next() -> None:
+        nxt = next(upcoming, None)
+        if nxt is not None:
+            at(env, nxt[0], Cause.ARRIVAL, nxt[1]).callbacks.append(arrive)
+
+    schedule_next()
 
     def rounds():
         yield after(env, 0.0, Cause.ROUND)

@@ -49,49 +49,67 @@ def round_record(now: float, active: Sequence[Job], offline: set[int]) -> RoundR
 
 
 def jobs_table(
-    jobs: Sequence[Job],
+    made: Mapping[int, Job],
+    fresh: Job,
+    workload: tuple[Sequence[str], Sequence[str], Sequence[float]],
     typed: bool,
     objectives: Mapping[str, SeedObjective] | None = None,
     counters: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """``jobs.csv``: one row per job, finished or not (with GPU types on typed runs, seed
-    004's objectives of finished jobs where ``objectives`` are kept, by application, and the
-    job ``counters`` a run's settings make meaningful, such as ``crashes`` and ``saves``)."""
-    rows = []
-    for job in jobs:
-        finish = job.finish_time
-        row = {
-            "name": job.name,
-            "application": job.spec.application,
-            "arrival": job.spec.arrival,
-            "start": job.start_time,
-            "finish": finish,
-            "jct": finish - job.spec.arrival if finish is not None else None,
-            "queueing": (job.start_time - job.spec.arrival) if job.start_time is not None else None,
-            "restarts": job.num_restarts,
-            "gpu_seconds": job.gpu_seconds,
-            "final_batch_size": job.last_batch,
-            "epochs": job.epoch,
-            "examples": job.examples,
-            "train_seconds": job.train_seconds,
-            "train_gpu_seconds": job.train_gpu_seconds,
-            "finished": job.finished,
-            "restart_gpu_seconds": job.restart_gpu_seconds,
-            "failures": job.failures,
-            "restores": job.restores,
-            "lost_gpu_seconds": job.lost_gpu_seconds,
-            "lost_epochs": job.lost_epochs,
-        }
-        row.update({name: getattr(job, name) for name in counters})
-        if objectives is not None:
-            row.update(_objective_columns(job, objectives[job.spec.application]))
-        if typed:
-            row["gpu_types"] = ">".join(job.type_history)
-            row["gpu_hours_by_type"] = ";".join(
-                f"{t}={s / 3600:.6f}" for t, s in job.gpu_seconds_by_type.items()
-            )
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """``jobs.csv``: one row per workload row (``workload``: names, applications and arrivals
+    in file order), finished or not. ``made`` holds the jobs that ran by row; every other row
+    is as ``fresh``, a job that never arrived, is. With GPU types on typed runs, seed 004's
+    objectives of finished jobs where ``objectives`` are kept, by application, and the job
+    ``counters`` a run's settings make meaningful, such as ``crashes`` and ``saves``."""
+    names, applications, arrivals = workload
+    template = _job_row(fresh, typed, objectives, counters)
+    columns = {key: [value] * len(names) for key, value in template.items()}
+    columns["name"], columns["application"], columns["arrival"] = names, applications, arrivals
+    for index, job in made.items():
+        for key, value in _job_row(job, typed, objectives, counters).items():
+            columns[key][index] = value
+    return pd.DataFrame(columns)
+
+
+def _job_row(
+    job: Job,
+    typed: bool,
+    objectives: Mapping[str, SeedObjective] | None,
+    counters: Sequence[str],
+) -> dict:
+    """One job's ``jobs.csv`` row."""
+    finish = job.finish_time
+    row = {
+        "name": job.name,
+        "application": job.spec.application,
+        "arrival": job.spec.arrival,
+        "start": job.start_time,
+        "finish": finish,
+        "jct": finish - job.spec.arrival if finish is not None else None,
+        "queueing": (job.start_time - job.spec.arrival) if job.start_time is not None else None,
+        "restarts": job.num_restarts,
+        "gpu_seconds": job.gpu_seconds,
+        "final_batch_size": job.last_batch,
+        "epochs": job.epoch,
+        "examples": job.examples,
+        "train_seconds": job.train_seconds,
+        "train_gpu_seconds": job.train_gpu_seconds,
+        "finished": job.finished,
+        "restart_gpu_seconds": job.restart_gpu_seconds,
+        "failures": job.failures,
+        "restores": job.restores,
+        "lost_gpu_seconds": job.lost_gpu_seconds,
+        "lost_epochs": job.lost_epochs,
+    }
+    row.update({name: getattr(job, name) for name in counters})
+    if objectives is not None:
+        row.update(_objective_columns(job, objectives[job.spec.application]))
+    if typed:
+        row["gpu_types"] = ">".join(job.type_history)
+        row["gpu_hours_by_type"] = ";".join(
+            f"{t}={s / 3600:.6f}" for t, s in job.gpu_seconds_by_type.items()
+        )
+    return row
 
 
 OBJECTIVE_COLUMNS = (
