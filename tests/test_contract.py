@@ -103,8 +103,13 @@ def test_every_policy_with_every_agent_keeps_the_invariants(policy, agent, profi
 
 @pytest.mark.parametrize(
     ("policy", "agent"),
-    [("fifo", "fixed"), ("tiresias", "fixed"), ("optimus", "fixed"), ("goodput", "goodput"),
-     ("throughput", "throughput")],
+    [
+        ("fifo", "fixed"),
+        ("tiresias", "fixed"),
+        ("optimus", "fixed"),
+        ("goodput", "goodput"),
+        ("throughput", "throughput"),
+    ],
 )
 def test_a_policy_runs_its_named_default_agent(policy, agent, profiles):
     """Leaving the agent out runs the agent the policy names, and gives that agent's results."""

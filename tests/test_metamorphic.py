@@ -72,8 +72,10 @@ def test_a_job_larger_than_every_gpu_type_is_refused_not_run_forever(plain, jobs
     profiles = _typed(plain, "x")
     for app, profile in profiles.items():
         profiles[app] = TypedProfile(
-            app, {"x": profile._loaders["x"], "y": profile._loaders["x"]},
-            profile.restart_delay, profile.slowdown,
+            app,
+            {"x": profile._loaders["x"], "y": profile._loaders["x"]},
+            profile.restart_delay,
+            profile.slowdown,
         )
     cluster = ClusterSpec((NodeGroup(4, 4, "x"), NodeGroup(4, 4, "y")))
     with pytest.raises(InputError, match="asks for 32 GPUs, more than the cluster's 16"):

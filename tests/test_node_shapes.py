@@ -134,9 +134,18 @@ def test_sia_configurations_and_placement_follow_unequal_nodes():
     shapes = [(c.nodes, c.gpus) for c in configurations(cluster)]
     assert shapes == [(1, 1), (1, 2), (1, 4), (1, 8), (2, 12), (3, 14)]
     job = JobView(
-        name="a", application="cifar10", arrival=0.0, age=0.0, attained_service=0.0,
-        num_restarts=0, allocation=np.zeros(3, dtype=np.int64), requested_replicas=12,
-        requested_batch=512, limits=load_profiles(None)["cifar10"].limits, epoch=0, belief=None,
+        name="a",
+        application="cifar10",
+        arrival=0.0,
+        age=0.0,
+        attained_service=0.0,
+        num_restarts=0,
+        allocation=np.zeros(3, dtype=np.int64),
+        requested_replicas=12,
+        requested_batch=512,
+        limits=load_profiles(None)["cifar10"].limits,
+        epoch=0,
+        belief=None,
     )
     rows = place([job], {"a": Config(cluster.gpu_type, 2, 12)}, cluster)
     assert rows["a"].tolist() == [0, 8, 4]
