@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
+import re
 import shutil
 import signal
 import sys
@@ -36,6 +38,17 @@ import yaml
 from common import REFERENCE, machine, save
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hostile_cases import WORKLOAD as WORKLOAD_TEXT  # noqa: E402 - the hand-written table
+from hostile_cases import Case, all_cases, make_bases  # noqa: E402
+from hostile_cases import run_case as hostile_run  # noqa: E402
+
+from goodput_sim.errors import InputError  # noqa: E402
+from goodput_sim.saved import MAX_SEED, SWEEP_COLUMNS, read_table  # noqa: E402
+from goodput_sim.spec import setting  # noqa: E402
+from goodput_sim.workload import MAX_LOAD  # noqa: E402
+
 HEADER = "name,time,application,num_replicas,batch_size"
 BASE_JOBS = [
     "ncf-0,0,ncf,1,32768",
@@ -364,70 +377,645 @@ def run_case(case: dict, policy: str) -> dict:
     return {**case, "policy": policy, "outcome": outcome, "detail": detail, "seconds": seconds}
 
 
-def _run_pair(args: tuple) -> list[dict]:
-    case, policies = args
-    return [run_case(case, p) for p in policies]
+# --- Seeded mutations of saved manifests, results folders and experiment files -------------
+
+RAW = "\x00raw{}\x00"  # a placeholder for a bare JSON token (NaN, 1e400, deep nesting)
+RETYPED = ["abc", "", [], {}, None, True, False, [1, 2], {"a": 1}, "60", "1e3"]
+HUGE = [1e300, 10**30, 2**63, 2**64 + 1, 1e18]
+NEGATIVE = [-1, -1.5, -1e9, -(2**63), -0.0]
+RAW_TOKENS = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]
+NESTING = [50, 1000, 100_000]
+MANIFEST_SECTIONS = ["config", "cluster", "policy", "agent", "seed", "inputs", "summary"]
+MANIFEST_SECTIONS += ["input_sha256", "stopped", "params", None]
+CSV_JUNK = [*JUNK, "True", "False", "1.5.2", "x=1@2", "a=1;b", "@@", "{}", "[1]", "1e-5"]
+NAMES = ["..", ".", "", "a/b", "-rf", "a\nb", "x" * 300, "caf\xe9", " e ", "a b", "~", "$HOME"]
+NAMES += ["e\x00", "e\t", "../up", "/abs", "e" * 100, "e" * 101, "CON", "-", "_e", "e.", "1"]
+
+
+def _paths(data, path=()):
+    """Every node's key path in a JSON value (the root included)."""
+    yield path
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _paths(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _paths(v, (*path, i))
+
+
+def _get(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _pick(rng: np.random.Generator, items: list):
+    return items[int(rng.integers(0, len(items)))]
+
+
+def _mutate_json(rng: np.random.Generator, data: dict, section: str | None) -> tuple[str, dict]:
+    """One mutation of ``data`` at a node under ``section`` (None: the whole object): its
+    description and what it did (``op``, ``path``, ``value``, ``raw`` tokens)."""
+    root = () if section is None else (section,)
+    if section is not None and section not in data:
+        data[section] = None
+    nodes = [p for p in _paths(_get(data, root), root)]
+    path = _pick(rng, nodes)
+    current = _get(data, path)
+    ops = ["drop", "retype", "raw", "huge", "negative", "nested", "unknown key", "off by half"]
+    op = _pick(rng, ops)
+    raw = {}
+    value: object = None
+    if op == "unknown key" and not isinstance(current, dict):
+        op = "retype"
+    if op == "off by half" and not isinstance(current, int | float):
+        op = "huge"
+    if op == "drop" and not path:
+        op = "retype"
+    if op == "drop":
+        parent = _get(data, path[:-1])
+        del parent[path[-1]]
+    elif op == "unknown key":
+        key = _pick(rng, ["bogus", "nodes_", "restart_dely", "", "name "])
+        current[key] = 1
+        value = key
+    else:
+        if op == "retype":
+            value = _pick(rng, RETYPED)
+        elif op == "huge":
+            value = _pick(rng, HUGE)
+        elif op == "negative":
+            value = _pick(rng, NEGATIVE)
+        elif op == "off by half":
+            value = current + 0.5 if isinstance(current, int | float) else 0.5
+        else:  # a bare token: non-standard JSON, out-of-range numbers or deep nesting
+            token = _pick(rng, RAW_TOKENS)
+            if op == "nested":
+                depth = _pick(rng, NESTING)
+                token = "[" * depth + "]" * depth
+            value = RAW.format(len(raw))
+            raw[value] = token
+        if path:
+            _get(data, path[:-1])[path[-1]] = value
+        else:
+            data = value  # the whole manifest replaced
+    shown = raw.get(value, value) if isinstance(value, str) else value
+    shown = f"{str(shown)[:20]}...x{len(str(shown))}" if len(repr(shown)) > 40 else repr(shown)
+    where = ".".join(map(str, path)) or "(root)"
+    what = f"{where} {op}" + ("" if op == "drop" else f" {shown}")
+    return what, {"op": op, "path": path, "value": value, "raw": raw, "data": data}
+
+
+def _json_text(data, raw: dict) -> str:
+    text = json.dumps(data, indent=2)
+    for placeholder, token in raw.items():
+        text = text.replace(json.dumps(placeholder), token)
+    return text
+
+
+def _tree_files(folder: Path, prefix: str) -> dict[str, str]:
+    return {
+        prefix + str(p.relative_to(folder)): p.read_text()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.suffix != ".png"
+    }
+
+
+def manifest_case(rng: np.random.Generator, bases: Path) -> tuple[Case, dict]:
+    """A saved run's manifest with one value dropped, retyped, made NaN, huge, negative or
+    deeply nested, or a key added; replayed by ``run --manifest`` or read by ``report``/
+    ``plot``."""
+    data = json.loads((bases / "run" / "manifest.json").read_text())
+    data["inputs"]["workload"] = "w.csv"  # the copy beside the manifest
+    section = _pick(rng, MANIFEST_SECTIONS)
+    what, change = _mutate_json(rng, data, section)
+    text = _json_text(change["data"], change["raw"])
+    command = _pick(rng, ["replay"] * 6 + ["report"] * 3 + ["plot"])
+    if command == "replay":
+        args = ["run", "--manifest", "m.json", "--quiet", "--no-plot", "--out", "replay"]
+        files = {"w.csv": WORKLOAD_TEXT, "m.json": text}
+    else:
+        files = {**_tree_files(bases / "run", "r/"), "r/manifest.json": text}
+        files["r/w.csv"] = WORKLOAD_TEXT
+        kind = _pick(rng, ["cdf", "jobs", "timeline", "utilization"])
+        args = ["report", "r"] if command == "report" else ["plot", "r", "--kind", kind]
+        args += [] if command == "report" else ["-o", "o.png"]
+    check = {"kind": command, **{k: change[k] for k in ("op", "path", "value")}}
+    return Case("manifest", f"{command}: {what}", args, files, ("refused", "ran")), check
+
+
+def _csv_mutation(rng: np.random.Generator, text: str) -> tuple[str, str | None]:
+    """One damage to a CSV's text: its description and the new text (None: the file removed)."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header, body = rows[0], rows[1:]
+    op = _pick(
+        rng,
+        ["drop column", "garbage cell", "garbage cell", "truncated", "empty", "header only"]
+        + ["swapped columns", "NUL byte", "removed", "extra row", "renamed column", "no header"]
+        + ["latin-1", "CRLF", "short row"],
+    )
+    if op == "drop column":
+        k = int(rng.integers(0, len(header)))
+        name = header[k]
+        rows = [r[:k] + r[k + 1 :] for r in rows]
+        return f"without {name}", _csv_text(rows)
+    if op == "garbage cell" and body:
+        row, col = int(rng.integers(0, len(body))), int(rng.integers(0, len(header)))
+        value = _pick(rng, CSV_JUNK)
+        if col < len(body[row]):
+            body[row][col] = value
+        return f"{header[col]} row {row + 1} = {value!r}", _csv_text([header, *body])
+    if op == "truncated":
+        cut = int(rng.integers(0, len(text)))
+        return f"cut at byte {cut} of {len(text)}", text[:cut]
+    if op == "empty":
+        return "empty", ""
+    if op == "header only":
+        return "header only", _csv_text([header])
+    if op == "swapped columns" and len(header) > 1:
+        a, b = (int(x) for x in rng.choice(len(header), 2, replace=False))
+        for r in body:
+            if max(a, b) < len(r):
+                r[a], r[b] = r[b], r[a]
+        return f"{header[a]} and {header[b]} swapped", _csv_text([header, *body])
+    if op == "NUL byte":
+        at = int(rng.integers(0, len(text) + 1))
+        return f"NUL at byte {at}", text[:at] + "\x00" + text[at:]
+    if op == "removed":
+        return "removed", None
+    if op == "extra row":
+        junk = "".join(chr(int(c)) for c in rng.integers(32, 127, rng.integers(1, 60)))
+        return f"extra row {junk!r}", text + junk + "\n"
+    if op == "renamed column":
+        k = int(rng.integers(0, len(header)))
+        old, header[k] = header[k], header[k].upper()
+        return f"column {old} renamed {header[k]}", _csv_text([header, *body])
+    if op == "no header":
+        return "no header", _csv_text(body)
+    if op == "latin-1":
+        return "a latin-1 byte", text.replace(",", ",\xe9", 1).encode("latin-1")
+    if op == "CRLF":
+        return "CRLF line ends", text.replace("\n", "\r\n")
+    k = int(rng.integers(0, max(len(body), 1)))
+    if body:
+        body[k] = body[k][: len(body[k]) // 2]
+    return f"row {k + 1} cut short", _csv_text([header, *body])
+
+
+def _csv_text(rows: list[list[str]]) -> str:
+    handle = io.StringIO()
+    csv.writer(handle, lineterminator="\n").writerows(rows)
+    return handle.getvalue()
+
+
+FOLDERS = {
+    "run": ("run", "r", ["jobs.csv", "rounds.csv", "fairness.csv"], ["cdf", "jobs", "timeline"]),
+    "comparison": (
+        "cmp",
+        "c",
+        ["summary.csv", "fifo/jobs.csv", "goodput/jobs.csv", "fifo/rounds.csv"]
+        + ["goodput/rounds.csv"],
+        ["cdf", "bars", "utilization", "apps"],
+    ),
+    "sweep": ("sw", "s", ["summary.csv"] * 4 + ["sweep.json"], ["bars", "load"]),
+}
+
+
+def folder_case(rng: np.random.Generator, bases: Path, which: str) -> tuple[Case, dict]:
+    """A results folder (a run, a comparison or a sweep) with one file damaged, read by
+    ``report`` or ``plot``."""
+    base, prefix, names, kinds = FOLDERS[which]
+    files = _tree_files(bases / base, f"{prefix}/")
+    name = _pick(rng, names)
+    key = f"{prefix}/{name}"
+    if name.endswith(".json"):
+        what, change = _mutate_json(rng, json.loads(files[key]), None)
+        files[key] = _json_text(change["data"], change["raw"])
+    else:
+        what, text = _csv_mutation(rng, files[key])
+        if text is None:
+            files.pop(key)
+        else:
+            files[key] = text
+    if rng.random() < 0.5:
+        args, command = ["report", prefix], "report"
+    else:
+        kind = _pick(rng, kinds)
+        args, command = ["plot", prefix, "--kind", kind, "-o", "o.png"], f"plot {kind}"
+    surface = f"{which} folder"
+    return Case(surface, f"{command}: {name} {what}", args, files, ("refused", "ran")), {
+        "kind": "report" if command == "report" else "plot"
+    }
+
+
+EXPERIMENT = {
+    "name": "e",
+    "policies": ["fifo"],
+    "workloads": ["w.csv"],
+    "clusters": ["2x4"],
+    "loads": [1.0],
+    "seeds": [0],
+    "intervals": [60],
+    "settings": {"restart_delay": 30},
+}
+AXIS_JUNK = [0, -1, -0.5, 1e9, 1e300, float("nan"), float("inf"), -float("inf"), 1e-300]
+AXIS_JUNK += [2**40, 1.5, "1", True, None, "x", [], {}, [1], 10**30]
+SETTING_NAMES = [
+    "autoscaler",
+    "checkpoint_interval",
+    "failure_trace",
+    "horizon",
+    "interference",
+    "job_crash_hours",
+    "lr_schedule",
+    "max_events",
+    "max_nodes",
+    "min_nodes",
+    "mtbf",
+    "oracle",
+    "placement_order",
+    "progress",
+    "repair_hours",
+    "restart_delay",
+    "stall_hours",
+    "startup_delay",
+    "weibull_shape",
+]
+
+
+FINE = {  # the declared ranges of the numeric axes
+    "loads": lambda v: 0 < v <= MAX_LOAD,
+    "intervals": lambda v: setting("interval").in_range(v),
+    "seeds": lambda v: isinstance(v, int) and 0 <= v <= MAX_SEED,
+}
+
+
+def _fine(key: str, value: object) -> bool:
+    """Whether ``value`` is a valid entry of the numeric axis ``key``."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and value == value and FINE[key](value)
+
+
+def experiment_case(rng: np.random.Generator) -> tuple[Case, dict]:
+    """A small experiment file with one thing wrong (a key's type, an unknown key, an axis
+    value huge, negative or NaN, a bad name, a setting out of range, its encoding), run by
+    ``sweep``."""
+    data = json.loads(json.dumps(EXPERIMENT))
+    op = _pick(
+        rng,
+        ["key type", "element", "element", "unknown key", "axis value", "axis value", "name"]
+        + ["name", "setting", "setting", "encoding", "policy entry", "missing key"],
+    )
+    invalid = True
+    encoding = None
+    if op == "key type":
+        key = _pick(rng, [*EXPERIMENT, "profiles", "variants"])
+        data[key] = _pick(rng, YAML_JUNK)
+        what = f"{key}: {data[key]!r}"
+        invalid = key != "name" or not isinstance(data[key], str)
+    elif op == "element":
+        key = _pick(rng, ["policies", "workloads", "clusters", "loads", "seeds", "intervals"])
+        data[key] = [_pick(rng, AXIS_JUNK)]
+        what = f"{key}: {data[key]!r}"
+        if key in FINE:
+            invalid = not all(_fine(key, v) for v in data[key])
+    elif op == "unknown key":
+        key = _pick(rng, ["polices", "load", "seed", "bogus", "cluster", "Name"])
+        if rng.random() < 0.5:
+            data["settings"][key] = 1
+            what = f"unknown setting {key}"
+        else:
+            data[key] = [1]
+            what = f"unknown key {key}"
+    elif op == "axis value":
+        key = _pick(rng, ["loads", "seeds", "intervals"])
+        value = _pick(rng, AXIS_JUNK[:9] + [2**40, 1.5, 10**30, 2**32])
+        data[key] = [value] if rng.random() < 0.7 else [*data[key], value]
+        what = f"{key}: {data[key]!r}"
+        invalid = not all(_fine(key, v) for v in data[key])
+    elif op == "name":
+        data["name"] = _pick(rng, NAMES)
+        what = f"name {data['name']!r}"
+        invalid = None  # the name rule decides; the check looks where results went
+    elif op == "setting":
+        key = _pick(rng, SETTING_NAMES)
+        value = _pick(rng, AXIS_JUNK + ["bogus", "exponential"])
+        data["settings"][key] = value if rng.random() < 0.7 else [value, value]
+        what = f"settings.{key}: {data['settings'][key]!r}"
+        invalid = None
+    elif op == "policy entry":
+        entry = _pick(
+            rng,
+            [
+                {"policy": "goodput", "params": {"p": _pick(rng, AXIS_JUNK)}},
+                {"policy": "fifo", "agent": _pick(rng, ["", "psychic", 1, None])},
+                {"policy": _pick(rng, ["", "FIFO", "fifo ", 7, None])},
+                {"policy": "fifo", "params": []},
+                {"policy": "fifo", "bogus": 1},
+            ],
+        )
+        data["policies"] = [entry]
+        what = f"policies: [{entry!r}]"
+        invalid = None
+    elif op == "missing key":
+        key = _pick(rng, ["policies", "workloads"])
+        del data[key]
+        what = f"without {key}"
+    else:
+        encoding = _pick(
+            rng, ["utf-16", "utf-8-sig", "latin-1", "NUL", "invalid", "tabs", "CRLF", "cut"]
+        )
+        what = f"encoded {encoding}"
+        invalid = encoding not in ("utf-8-sig", "CRLF")
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    body: str | bytes = text
+    if encoding == "utf-16":
+        body = text.encode("utf-16")
+    elif encoding == "utf-8-sig":
+        body = text.encode("utf-8-sig")
+    elif encoding == "latin-1":
+        body = (text + "# caf\xe9\n").encode("latin-1")
+    elif encoding == "NUL":
+        at = int(rng.integers(0, len(text)))
+        body = text[:at] + "\x00" + text[at:]
+    elif encoding == "invalid":
+        body = text.encode() + b"\xff\xfe\n"
+    elif encoding == "tabs":
+        body = text.replace("  ", "\t")
+        invalid = "\t" in body
+    elif encoding == "CRLF":
+        body = text.replace("\n", "\r\n")
+    elif encoding == "cut":
+        at = int(rng.integers(1, len(text)))
+        body = text[:at]
+        invalid = None
+    args = ["sweep", "e.yaml", "--quiet", "--workers", "1"]
+    out = None
+    if op != "name":
+        args += ["--out", "s"]
+        out = "s"
+    files = {"w.csv": WORKLOAD_TEXT, "e.yaml": body}
+    return Case("experiment file", what, args, files, ("refused", "ran")), {
+        "kind": "sweep",
+        "invalid": invalid,
+        "out": out,
+        "name": data.get("name"),
+    }
+
+
+# --- Classifying and running every case ------------------------------------------------------
+
+OUTCOMES = [
+    "refused",
+    "ran",
+    "guard",
+    "refused valid",
+    "silently wrong",
+    "traceback",
+    "multi-line error",
+    "leftover",
+    "crash",
+    "hang",
+]
+GOOD = {"refused", "ran", "guard"}
+SEEDED = ["workload", "cluster", "profile", "option"]
+SEEDED += ["measurement"] if (REFERENCE / "traces").is_dir() else []
+SEEDED += ["manifest", "manifest", "run folder", "comparison folder", "sweep folder"]
+SEEDED += ["experiment file", "experiment file"]
+OLD = {"workload", "cluster", "profile", "option", "measurement"}
+_BASES: dict = {}
+
+
+def _table(bases: Path) -> list[Case]:
+    if "table" not in _BASES:
+        _BASES["table"] = all_cases(bases)
+    return _BASES["table"]
+
+
+def _new_files(folder: Path, case: Case) -> list[str]:
+    """Files the command wrote: everything in ``folder`` now that the case did not bring."""
+    given = {str(Path(name)) for name in case.files}
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and str(p.relative_to(folder)) not in given
+    )
+
+
+def _same(given: object, recorded: object) -> bool:
+    number = (int, float)
+    if isinstance(given, bool) or isinstance(recorded, bool):
+        return type(given) is type(recorded) and given == recorded
+    if isinstance(given, number) and isinstance(recorded, number):
+        return float(given) == float(recorded)
+    if isinstance(given, str) and isinstance(recorded, number):
+        return _number(given) and float(given) == float(recorded)
+    return given == recorded
+
+
+def _replay_wrong(folder: Path, check: dict) -> str | None:
+    """What a replay that ran got wrong: insane results, or a value of the manifest it was
+    given that its own manifest does not record (ignored, defaulted or coerced silently)."""
+    wrong = sane_results(folder / "replay", folder / "w.csv")
+    if wrong or check["op"] == "drop":
+        return wrong
+    path, value = check["path"], check["value"]
+    from goodput_sim.policies import policy_class
+
+    params = {p.name for p in policy_class("goodput").params} | {"seed"}
+    section = path[0] if path else None
+    recorded = (
+        section in ("config", "seed")
+        or (section == "cluster" and len(path) > 1 and path[1] in ("groups", "domains"))
+        or (section == "policy" and len(path) > 1 and path[1] in params)
+        or section is None
+    )
+    if not recorded:
+        return None
+    replayed = json.loads((folder / "replay" / "manifest.json").read_text())
+    if check["op"] == "unknown key":
+        return f"unknown key {value!r} at {'.'.join(map(str, path))} ignored"
+    if isinstance(value, str) and value.startswith("\x00raw"):
+        return "a non-standard or out-of-range JSON token accepted"
+    try:
+        now = _get(replayed, path)
+    except (KeyError, IndexError, TypeError):
+        return f"{'.'.join(map(str, path))} = {value!r} not in the replay's manifest"
+    if not _same(value, now):
+        return f"{'.'.join(map(str, path))} = {value!r} replayed as {now!r}"
+    return None
+
+
+def _ran_wrong(folder: Path, case: Case, check: dict, stdout: str) -> str | None:
+    """None if a command that exited 0 did what it should, else what is wrong."""
+    new = _new_files(folder, case)
+    kind = check["kind"]
+    if kind == "replay":
+        outside = [p for p in new if not p.startswith("replay/")]
+        return f"wrote {outside[:3]} outside --out" if outside else _replay_wrong(folder, check)
+    if kind == "report":
+        if new:
+            return f"report wrote {new[:3]}"
+        if re.search(r"(?i)(?<![\w.])-?(nan|inf)(?![\w])", stdout):
+            return "report prints nan or inf"
+        return None
+    if kind == "plot":
+        if new != ["o.png"] or (folder / "o.png").stat().st_size == 0:
+            return f"plot wrote {new[:3]}, not o.png alone"
+        return None
+    root = check["out"] or f"results/{str(check['name']).strip()}"
+    outside = [p for p in new if not p.startswith(root.rstrip("/") + "/")]
+    if outside:
+        return f"wrote {outside[:3]} outside {root!r}"
+    if check["invalid"]:
+        return "an invalid experiment ran"
+    try:
+        runs = read_table(folder / root / "summary.csv", SWEEP_COLUMNS, "sweep summary")
+    except InputError as error:
+        return f"its summary is unreadable: {error}"
+    return None if len(runs) else "an empty summary"
+
+
+def run_seeded(index: int, seed: int, scratch: Path, bases: Path, policies: list[str]):
+    """Seeded case ``index``: an old-corpus input under each policy, or a mutation of a saved
+    manifest, results folder or experiment file under its command."""
+    kind = SEEDED[index % len(SEEDED)]
+    if kind in OLD:
+        case = make_case(index, seed, scratch)
+        results = [run_case(case, p) for p in policies]
+        shutil.rmtree(case["folder"], ignore_errors=True)
+        return [{**r, "surface": kind} for r in results]
+    rng = np.random.default_rng([seed, index, 1])
+    if kind == "manifest":
+        case, check = manifest_case(rng, bases)
+    elif kind == "experiment file":
+        case, check = experiment_case(rng)
+    else:
+        case, check = folder_case(rng, bases, kind.split()[0])
+    folder = scratch / f"case-{index}"
+    done = run_table_case(case, folder)
+    if done["outcome"] == "ran":
+        wrong = _ran_wrong(folder, case, check, done.pop("stdout", ""))
+        if wrong:
+            done = {**done, "outcome": "silently wrong", "detail": wrong}
+    done.pop("stdout", None)
+    shutil.rmtree(folder, ignore_errors=True)
+    return [{"index": index, "surface": kind, "what": case.what, "policy": "", **done}]
+
+
+def run_table_case(case: Case, folder: Path) -> dict:
+    try:
+        return hostile_run(case, folder, timeout=TIME_LIMIT)
+    except Exception as error:  # noqa: BLE001 - a failure of the harness itself is a finding
+        return {"outcome": "crash", "detail": f"harness: {type(error).__name__}: {error}"[:300]}
+
+
+def run_hostile(k: int, scratch: Path, bases: Path) -> list[dict]:
+    """Case ``k`` of the hand-written table, its outcome checked against what it allows."""
+    case = _table(bases)[k]
+    folder = scratch / f"table-{k}"
+    done = run_table_case(case, folder)
+    done.pop("stdout", None)
+    shutil.rmtree(folder, ignore_errors=True)
+    outcome = done["outcome"]
+    if outcome in GOOD and outcome not in case.expect:
+        wanted = "/".join(case.expect)
+        bad = "refused valid" if outcome == "refused" else "silently wrong"
+        done = {**done, "outcome": bad, "detail": f"{outcome}, expected {wanted}: {done['detail']}"}
+    return [{"index": k, "surface": f"table: {case.surface}", "what": case.what, **done}]
+
+
+def _work(task: tuple) -> list[dict]:
+    kind, *rest = task
+    if kind == "table":
+        return run_hostile(*rest)
+    return run_seeded(*rest)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=320)
+    parser.add_argument("--cases", type=int, default=840, help="seeded cases")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--policies", default="fifo,goodput")
+    parser.add_argument(
+        "--no-table", action="store_true", help="skip the hand-written hostile table"
+    )
     args = parser.parse_args()
     policies = args.policies.split(",")
     scratch = Path(tempfile.mkdtemp(prefix="corrupt-inputs-"))
     try:
-        cases = [make_case(k, args.seed, scratch) for k in range(args.cases)]
+        bases = make_bases(scratch / "bases")
+        table = (
+            []
+            if args.no_table
+            else [("table", k, scratch, bases) for k in range(len(_table(bases)))]
+        )
+        seeded = [("seeded", k, args.seed, scratch, bases, policies) for k in range(args.cases)]
         started = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            results = [
-                r for pair in pool.map(_run_pair, [(c, policies) for c in cases]) for r in pair
-            ]
+            results = [r for rows in pool.map(_work, table + seeded) for r in rows]
         wall = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    table = Counter((r["kind"], r["outcome"]) for r in results)
-    outcomes = [
-        "refused",
-        "ran",
-        "silently wrong",
-        "traceback",
-        "multi-line error",
-        "crash",
-        "hang",
-    ]
-    kinds = sorted({r["kind"] for r in results})
+    counts = Counter((r["surface"], r["outcome"]) for r in results)
+    surfaces = list(dict.fromkeys(r["surface"] for r in sorted(results, key=_surface_order)))
+    cases = len(table) + len(seeded)
     print(
-        f"{len(cases)} corrupted inputs x {len(policies)} policies = {len(results)} runs "
-        f"in {wall:.0f} s (seed {args.seed})"
+        f"{cases} cases ({len(table)} hand-written, {len(seeded)} seeded; old-corpus inputs "
+        f"under {len(policies)} policies) = {len(results)} runs in {wall:.0f} s "
+        f"(seed {args.seed}, {args.workers} workers)"
     )
-    print(f"{'input kind':<12}" + "".join(f"{o:>17}" for o in outcomes))
-    for kind in kinds:
-        print(f"{kind:<12}" + "".join(f"{table[(kind, o)]:>17}" for o in outcomes))
+    width = max(len(s) for s in [*surfaces, "surface"]) + 1
+    short = {
+        o: o.replace("multi-line error", "multi-line").replace("silently wrong", "wrong")
+        for o in OUTCOMES
+    }
+    col = max(len(o) for o in short.values()) + 2
+    heads = "".join(f"{short[o]:>{col}}" for o in OUTCOMES)
+    print(f"{'surface':<{width}}{heads}{'total':>8}")
+    for surface in surfaces:
+        row = [counts[(surface, o)] for o in OUTCOMES]
+        print(f"{surface:<{width}}" + "".join(f"{n:>{col}}" for n in row) + f"{sum(row):>8}")
     totals = Counter(r["outcome"] for r in results)
-    print(f"{'all':<12}" + "".join(f"{totals[o]:>17}" for o in outcomes))
-    bad = [r for r in results if r["outcome"] not in ("refused", "ran")]
-    for r in bad[:30]:
-        print(f"  {r['outcome']}: case {r['index']} {r['policy']} {r['what']} -> {r['detail']}")
+    cells = "".join(f"{totals[o]:>{col}}" for o in OUTCOMES)
+    print(f"{'all':<{width}}{cells}{len(results):>8}")
+    bad = [r for r in results if r["outcome"] not in GOOD]
+    for r in bad[:60]:
+        print(
+            f"  {r['outcome']}: {r['surface']} {r['index']} {r.get('policy', '')} "
+            f"{r['what']!r} -> {r['detail']}"
+        )
     save(
         "corrupt_inputs",
         {
             "machine": machine(),
             "seed": args.seed,
-            "cases": len(cases),
+            "cases": cases,
+            "table_cases": len(table),
+            "seeded_cases": len(seeded),
+            "runs": len(results),
             "policies": policies,
+            "workers": args.workers,
             "wall_seconds": wall,
-            "outcomes": dict(totals),
-            "by_kind": {k: {o: table[(k, o)] for o in outcomes} for k in kinds},
+            "outcomes": {o: totals[o] for o in OUTCOMES},
+            "by_surface": {s: {o: counts[(s, o)] for o in OUTCOMES} for s in surfaces},
             "failures": [
-                {k: r[k] for k in ("index", "kind", "what", "policy", "outcome", "detail")}
+                {
+                    k: r.get(k, "")
+                    for k in ("surface", "index", "what", "policy", "outcome", "detail")
+                }
                 for r in bad
             ],
         },
     )
     sys.exit(1 if bad else 0)
+
+
+def _surface_order(r: dict) -> tuple:
+    order = [*dict.fromkeys(SEEDED)]
+    s = r["surface"]
+    return (s.startswith("table: "), order.index(s) if s in order else 99, s)
 
 
 if __name__ == "__main__":

@@ -95,12 +95,37 @@ def split_params(
     for key, value in (params or {}).items():
         owner, dot, bare = key.partition(".")
         if dot and owner in ("policy", "agent"):
-            (mine if owner == "policy" else theirs)[bare] = value
+            side = mine if owner == "policy" else theirs
         elif key in policy_keys or key not in agent_keys:
-            mine[key] = value  # unknown keys are reported against the policy
+            side, bare = mine, key  # unknown keys are reported against the policy
         else:
-            theirs[key] = value
+            side, bare = theirs, key
+        if bare in side:
+            raise InputError("--param", f"{key} sets {bare} a second time")
+        side[bare] = value
     return mine, theirs
+
+
+def canonical_params(
+    policy: str, agent: str | None, params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``params`` as the values the policy and agent will use, under one spelling each (the
+    bare name; ``agent.KEY`` where the policy declares the same name), so that ``-1``, ``'-1'``
+    and ``policy.p: -1`` are one setting, not three runs of it."""
+    policy_cls = policy_class(policy)
+    agent_cls = agent_class(policy_cls.default_agent if agent is None else agent)
+    mine, theirs = split_params(policy_cls, agent_cls, params)
+
+    def value(owner: type, key: str, given: Any) -> Any:
+        number = next(p for p in owner.params if p.name == key).convert(given, owner.name)
+        # A whole float as an int: ``p: -1`` keeps the spelling (and sweep key) it always had.
+        whole = isinstance(number, float) and number.is_integer()
+        return int(number) if whole else number
+
+    out = {key: value(policy_cls, key, given) for key, given in mine.items()}
+    for key, given in theirs.items():
+        out["agent." + key if key in out else key] = value(agent_cls, key, given)
+    return out
 
 
 def make_policy_and_agent(

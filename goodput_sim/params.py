@@ -56,6 +56,8 @@ class Param:
         try:
             if isinstance(value, bool):
                 raise ValueError
+            if isinstance(value, str) and not value.isascii():
+                raise ValueError  # float() reads full-width and other Unicode digits
             number = self.kind(value) if not isinstance(value, str) else self.kind(value.strip())
             if self.kind is int and not isinstance(value, str) and number != value:
                 raise ValueError

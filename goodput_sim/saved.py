@@ -139,6 +139,9 @@ SWEEP_OPTIONAL = {
     "load": Column("number", low=0),
     "interval": Column("number", low=0),
     "cluster": Column("text"),
+    "ftf_rho_max": Column("number", empty=True, low=0),  # blank: no finished job, or older runs
+    "ftf_rho_median": Column("number", empty=True, low=0),
+    "ftf_unfair_fraction": Column("number", empty=True, low=0),
 }
 
 _ALLOCATION = re.compile(r"[^=;@]+=\d+(?:\.\d+)*(?:@\d+(?:\.\d+)?)?")

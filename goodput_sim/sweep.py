@@ -53,10 +53,11 @@ from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError, Interrupted
 from goodput_sim.metrics import run_summary
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.budget import DEFAULT_MAX_RUNS
 from goodput_sim.sources import WorkloadSource
 from goodput_sim.spec import BY_NAME, SETTINGS, non_default, run_key, setting, with_settings
 from goodput_sim.units import manifest_units
-from goodput_sim.workload import load_workload, write_workload
+from goodput_sim.workload import check_load, load_workload, write_workload
 
 DEFAULT_CLUSTER = "16x4"
 DEFAULT_INTERVAL = 60.0
@@ -251,6 +252,7 @@ def sweep(
     clusters: Sequence[ClusterSpec | str] | None = None,
     intervals: Sequence[float] | None = None,
     settings: Mapping[str, Sequence[Any]] | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
 ) -> pd.DataFrame:
     """Run every (workload, load, cluster, interval, settings, policy, seed) not already in
     ``out`` (with batch ``agent`` and ``params`` for every run, or each (agent, params) of
@@ -278,6 +280,7 @@ def sweep(
         workers=workers,
         scheduler=scheduler,
         progress=progress,
+        max_runs=max_runs,
     )
 
 
@@ -297,14 +300,18 @@ def run_grid(
     scheduler: str | None = None,
     progress: bool = True,
     variants: Sequence[Variant] | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
 ) -> pd.DataFrame:
     """The grid of (policy, agent, params) ``entries`` over every workload, load, cluster,
     interval, combination of ``settings`` values and seed, in that order: each run whose key
     (``spec.run_key``) matches the results in its folder is reused, every other one is done.
     Failure settings given here are seeded with each run's seed, as ``run --seed`` does.
     With ``variants``, each variant (after the load) brings its own cluster and settings in
-    place of the grid's (see :class:`Variant`)."""
+    place of the grid's (see :class:`Variant`). A grid of more than ``max_runs`` runs is
+    refused before any starts."""
     out, seeds = Path(out), list(seeds)
+    for load in loads:
+        check_load(load)
     config = config or SimConfig()
     variants = list(variants) if variants else None
     if variants is not None:
@@ -353,7 +360,14 @@ def run_grid(
             config,
             profiles_sha,
         )
+    if len(tasks) > max_runs:
+        raise InputError(
+            "--max-runs",
+            f"the grid has {len(tasks)} runs, more than the budget of {max_runs}; raise "
+            "--max-runs (or max_runs=) to run it",
+        )
     _check_folders(tasks, out)
+    check_scheduler(scheduler)
     grid = {
         "policies": [{"policy": p, "agent": a, "params": dict(q)} for p, a, q in keyed],
         "workloads": [
@@ -591,17 +605,46 @@ def _worker_setup(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _on_dask(scheduler, todo, profiles, out, bar, rows, workers) -> None:
-    """Run tasks on a Dask cluster: ``local`` starts one on this machine with ``workers``
-    processes, anything else is a scheduler address (the output folder must be reachable from
-    every worker). Rows are added to ``rows`` as runs finish."""
+_ADDRESS = re.compile(
+    r"(?:(?P<protocol>[a-z]+)://)?(?P<host>\[[0-9a-fA-F:.]+\]|[\w.-]+):(?P<port>\d+)"
+)
+
+
+def check_scheduler(scheduler: str | None, timeout: float = 10.0) -> None:
+    """Refuse, before anything is written, a ``--scheduler`` that is neither ``local`` nor a
+    ``[protocol://]host:port`` address, or at which no Dask scheduler answers."""
+    if scheduler is None or scheduler == "local":
+        return
+    address = _ADDRESS.fullmatch(scheduler)
+    if address is None or not 0 < int(address["port"]) < 65536:
+        raise InputError(
+            "--scheduler", f"expected 'local' or an address [tcp://]HOST:PORT, got {scheduler!r}"
+        )
+    Client = _dask()[0]  # noqa: N806 - a class
     try:
-        from dask.distributed import Client, LocalCluster
-        from dask.distributed import as_completed as dask_completed
+        Client(scheduler, timeout=timeout).close()
+    except Exception as error:  # noqa: BLE001 - whatever the far end did, it is not a scheduler
+        raise InputError(
+            "--scheduler", f"no Dask scheduler answers at {scheduler}: {type(error).__name__}"
+        ) from None
+
+
+def _dask() -> tuple:
+    """dask.distributed's Client, LocalCluster and as_completed, or a clear error."""
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise InputError(
             "--scheduler", "needs dask.distributed: pip install 'goodput-sim[dask]'"
         ) from None
+    return Client, LocalCluster, as_completed
+
+
+def _on_dask(scheduler, todo, profiles, out, bar, rows, workers) -> None:
+    """Run tasks on a Dask cluster: ``local`` starts one on this machine with ``workers``
+    processes, anything else is a scheduler address (the output folder must be reachable from
+    every worker). Rows are added to ``rows`` as runs finish."""
+    Client, LocalCluster, dask_completed = _dask()  # noqa: N806 - classes
     local = None
     if scheduler == "local":
         local = LocalCluster(

@@ -30,6 +30,7 @@ from goodput_sim.safe_yaml import load_yaml
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 CATEGORY_COLUMN = "category"  # optional: adaptive (the default), scale-gpus or rigid
 MAX_ARRIVAL_SECONDS = 10 * 365 * 86400.0  # ten years: later arrivals are input errors
+MAX_LOAD = 16.0  # a load factor's largest: 16 times a workload's own arrival rate
 MAX_GENERATED_JOBS = 10_000_000  # a generated workload's most jobs
 MAX_GENERATED_HOURS = int(MAX_ARRIVAL_SECONDS // 3600)  # arrivals a workload may hold
 _MAX_COUNT = 1e12  # GPUs or batch sizes beyond this are typos, not requests
@@ -421,6 +422,15 @@ def summarize_workload(df: pd.DataFrame) -> str:
     return f"{len(df)} jobs, arrivals {df['time'].min():g}-{df['time'].max():g} s, mix {mix_text}"
 
 
+def check_load(load: object) -> float:
+    """A load factor: a number in (0, MAX_LOAD]."""
+    if isinstance(load, bool) or not isinstance(load, int | float | np.number):
+        raise InputError(None, f"must be a number, got {load!r}", "load")
+    if not (math.isfinite(load) and 0 < load <= MAX_LOAD):
+        raise InputError(None, f"must lie in (0, {MAX_LOAD:g}], got {load!r}", "load")
+    return float(load)
+
+
 def resample_jobs(df: pd.DataFrame, load: float = 1.0, seed: int = 0) -> pd.DataFrame:
     """``load`` times the jobs of ``df`` in the same arrival window, drawn with ``seed``: the
     load and seed axes of a sweep for workloads given as files.
@@ -432,8 +442,7 @@ def resample_jobs(df: pd.DataFrame, load: float = 1.0, seed: int = 0) -> pd.Data
     5 minutes within the window, so the application mix and the arrival-hour pattern stay the
     file's. Jobs are renamed ``<application>-<rank>`` in arrival order, as generated workloads
     are. Load 1.0 with seed 0 returns ``df`` unchanged."""
-    if not np.isfinite(load) or load <= 0:
-        raise InputError(None, f"must be a positive number, got {load!r}", "load")
+    check_load(load)
     if load == 1.0 and seed == 0:
         return df
     # Seeded by the jobs too, so that the workloads of one sweep are not thinned alike.

@@ -268,6 +268,8 @@ def _folder_cases(bases: Path) -> list[Case]:
         ("avg_jct NaN", _cell("avg_jct", "NaN")),
         ("without policy", _drop("policy")),
         ("seed -3", _cell("seed", "-3")),
+        ("ftf_unfair_fraction -inf", _cell("ftf_unfair_fraction", "-inf")),
+        ("ftf_rho_max inf", _cell("ftf_rho_max", "inf")),
     ]:
         files = _changed(sweep, "s/summary.csv", change)
         cases.append(Case("results folder", f"sweep report: {what}", ["report", "s"], files))
@@ -489,7 +491,13 @@ def _bound_cases() -> list[Case]:
             {**files, "e.yaml": _experiment(loads=loads)},
         )
     )
-    for what, loads in [("loads [1000]", "[1000]"), ("loads [1e6]", "[1000000]")]:
+    for what, loads in [
+        ("loads [1000]", "[1000]"),
+        ("loads [1e6]", "[1000000]"),
+        ("loads [1e9]", "[1000000000.0]"),
+        ("loads [1e30]", "[1000000000000000000000000000000]"),
+        ("loads [inf]", "[.inf]"),
+    ]:
         cases.append(
             Case(
                 "work bounds",
@@ -499,6 +507,15 @@ def _bound_cases() -> list[Case]:
                 either,
             )
         )
+    cases.append(
+        Case(
+            "work bounds",
+            "experiment loads [1.5] (valid)",
+            ["sweep", "e.yaml", "--quiet", "--out", "s"],
+            {**files, "e.yaml": _experiment(loads="[1.5]")},
+            ("ran",),
+        )
+    )
     cases.append(
         Case(
             "work bounds",
@@ -665,6 +682,8 @@ def _smaller_cases() -> list[Case]:
         "ps",
     ]
     typed = "profiles-sia"
+    sweep = ["sweep", "--policies", "fifo", "--workloads", "w.csv", "--cluster", "2x4"]
+    sweep += ["--out", "s", "--quiet"]
 
     def misspell(text: str) -> str:
         return (
@@ -740,24 +759,13 @@ def _smaller_cases() -> list[Case]:
             files,
         ),
         Case("smaller", "--seed -1 with --mtbf", [*fifo, "--seed", "-1", "--mtbf", "10"], files),
-        Case(
-            "smaller",
-            "--scheduler 'not a url'",
-            [
-                "sweep",
-                "--policies",
-                "fifo",
-                "--workloads",
-                "w.csv",
-                "--cluster",
-                "2x4",
-                "--out",
-                "s",
-                "--quiet",
-                "--scheduler",
-                "not a url",
-            ],
-            files,
+        *(
+            Case("smaller", f"--scheduler {what}", [*sweep, "--scheduler", address], files)
+            for what, address in [
+                ("'not a url'", "not a url"),
+                ("at a closed port", "tcp://127.0.0.1:1"),
+                ("port 99999", "127.0.0.1:99999"),
+            ]
         ),
         Case(
             "smaller",
@@ -841,7 +849,8 @@ def _listing(folder: Path) -> set[str]:
 def run_case(case: Case, folder: Path, timeout: float = 60.0) -> dict:
     """Run ``case`` in ``folder`` (made here, with its files) and classify what happened:
     ``refused``, ``ran``, ``guard``, ``traceback``, ``multi-line error``, ``leftover`` (a refusal
-    that wrote something), ``crash`` (another exit code) or ``hang``."""
+    that wrote something), ``crash`` (another exit code) or ``hang``; with the last command's
+    ``stdout``."""
     folder.mkdir(parents=True, exist_ok=True)
     write_files(folder, case.files)
     before = _listing(folder)
@@ -879,4 +888,9 @@ def run_case(case: Case, folder: Path, timeout: float = 60.0) -> dict:
             outcome, detail = "leftover", f"refused but wrote {new[:3]}: {detail}"
     else:
         outcome, detail = "crash", f"exit {result.exit_code}: {' | '.join(errors[:2])}"
-    return {"outcome": outcome, "detail": detail[:300], "seconds": round(seconds, 2)}
+    return {
+        "outcome": outcome,
+        "detail": detail[:300],
+        "seconds": round(seconds, 2),
+        "stdout": result.stdout,
+    }

@@ -116,8 +116,11 @@ def test_a_sweep_resumes_into_its_own_folder(small_sweep):
         ("policies: fifo\nworkloads: [jobs.csv]\n", "key policies: must be a list"),
         ("policies: [nope]\nworkloads: [jobs.csv]\n", "key policies[0]: unknown policy 'nope'"),
         ("policies: [fifo]\nworkloads: [gone.csv]\n", "key workloads[0]: no workload file"),
-        ("policies: [fifo]\nworkloads: [jobs.csv]\nloads: [0]\n", "expected positive numbers"),
-        ("policies: [fifo]\nworkloads: [jobs.csv]\nseeds: [x]\n", "key seeds: expected non-neg"),
+        ("policies: [fifo]\nworkloads: [jobs.csv]\nloads: [0]\n", "expected loads in (0, 16]"),
+        (
+            "policies: [fifo]\nworkloads: [jobs.csv]\nseeds: [x]\n",
+            "key seeds: expected integers in [0, ",
+        ),
         (
             "policies: [fifo]\nworkloads: [{generate: {jobz: 3}}]\n",
             "key workloads[0]: unknown setting(s) ['jobz']",

@@ -33,6 +33,7 @@ from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
 from goodput_sim.report import statistic_text
 from goodput_sim.saved import MAX_SEED, is_seed
+from goodput_sim.sim.budget import DEFAULT_MAX_RUNS, MAX_GRID_RUNS
 from goodput_sim.spec import BY_NAME, SETTINGS, Setting, build_config, with_settings
 
 _policies_option = click.option(
@@ -614,6 +615,14 @@ def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
     default=None,
     help="Progress model of every run [default: noise, or the experiment file's].",
 )
+@click.option(
+    "--max-runs",
+    type=click.IntRange(1, MAX_GRID_RUNS),
+    default=DEFAULT_MAX_RUNS,
+    show_default=True,
+    help="Refuse a grid of more runs than this before any starts (a budget: raise it for a "
+    "big sweep).",
+)
 @_quiet_option
 def sweep_cmd(
     experiment,
@@ -628,6 +637,7 @@ def sweep_cmd(
     scheduler,
     out,
     progress_model,
+    max_runs,
     quiet,
 ) -> None:
     """Run a resumable grid of runs: an EXPERIMENT file (policies x workloads x loads x seeds x
@@ -665,6 +675,7 @@ def sweep_cmd(
             scheduler=scheduler,
             progress=not quiet,
             variants=spec.variants,
+            max_runs=max_runs,
         )
     else:
         files = []
@@ -707,6 +718,7 @@ def sweep_cmd(
             agent=agent,
             params=parse_assignments(params),
             progress=not quiet,
+            max_runs=max_runs,
         )
     index = ["load", "workload"] if table["load"].nunique() > 1 else ["workload"]
     index += ["variant"] if "variant" in table.columns else []

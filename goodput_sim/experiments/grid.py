@@ -43,14 +43,17 @@ from typing import Any
 
 import yaml
 
-from goodput_sim.api import as_cluster, check_policies
+from goodput_sim.api import as_cluster, canonical_params, check_policies
 from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.safe_yaml import _LimitedLoader, load_yaml
+from goodput_sim.saved import MAX_SEED, is_seed
+from goodput_sim.sim.budget import MAX_GRID_RUNS
 from goodput_sim.sources import WorkloadSource, checked_generate
-from goodput_sim.spec import BY_NAME, build_config, with_settings
+from goodput_sim.spec import BY_NAME, build_config, setting, with_settings
 from goodput_sim.sweep import LABEL, Variant
+from goodput_sim.workload import MAX_LOAD, check_load
 
 KEYS = {"name", "policies", "workloads", "loads", "seeds", "clusters", "intervals", "profiles"}
 KEYS |= {"settings", "variants"}
@@ -113,10 +116,8 @@ def load_experiment(path: str | Path) -> Experiment:
         config = _variant_config(path, settings, clusters, variants)
     else:
         variants, config = None, _config(path, settings, clusters)
-    loads = [_number(path, "loads", v, positive=True) for v in _axis(path, data, "loads", [1.0])]
-    intervals = [
-        _number(path, "intervals", v, positive=True) for v in _axis(path, data, "intervals", [60.0])
-    ]
+    loads = [_load(path, v) for v in _axis(path, data, "loads", [1.0])]
+    intervals = [_interval(path, v) for v in _axis(path, data, "intervals", [60.0])]
     policies = [_policy(path, k, e) for k, e in enumerate(_axis(path, data, "policies"))]
     workloads = _workloads(path, here, _axis(path, data, "workloads"))
     _distinct(path, "loads", loads)
@@ -158,9 +159,6 @@ def _axis(path: Path, data: dict, key: str, default: list | None = None) -> list
         raise InputError(path, "lists a value twice", f"key {key}")
     return value
 
-
-MAX_GRID_RUNS = 100_000
-"""Runs in one sweep, at most (a grid beyond it is a typo, not an experiment)."""
 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
@@ -210,9 +208,9 @@ def _checked(path: Path, where: str, policy: str, agent: str | None, params: dic
     """The entry, once the policy, agent and parameters are known to exist and fit."""
     try:
         check_policies([policy], agent, params)
+        return policy, agent, canonical_params(policy, agent, params)
     except InputError as error:
         raise InputError(path, error.problem, where) from None
-    return policy, agent, params
 
 
 def _workloads(path: Path, here: Path, entries: list) -> list[WorkloadSource]:
@@ -258,9 +256,30 @@ def _number(path: Path, key: str, value: object, positive: bool = False) -> floa
 
 
 def _seed(path: Path, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(path, f"expected non-negative integers, found {value!r}", "key seeds")
+    if not is_seed(value):
+        raise InputError(
+            path, f"expected integers in [0, {MAX_SEED}], found {value!r}", "key seeds"
+        )
     return value
+
+
+def _load(path: Path, value: object) -> float:
+    """A ``loads`` entry: a number in (0, MAX_LOAD]."""
+    try:
+        return check_load(value)
+    except InputError:
+        raise InputError(
+            path, f"expected loads in (0, {MAX_LOAD:g}], found {value!r}", "key loads"
+        ) from None
+
+
+def _interval(path: Path, value: object) -> float:
+    """An ``intervals`` entry: a number within the ``interval`` setting's declared range."""
+    number = _number(path, "intervals", value, positive=True)
+    declared = setting("interval")
+    if not declared.in_range(number):
+        raise InputError(path, f"expected {declared.expected()}, found {value!r}", "key intervals")
+    return number
 
 
 def _cluster(path: Path, here: Path, value: object) -> ClusterSpec:
@@ -269,7 +288,12 @@ def _cluster(path: Path, here: Path, value: object) -> ClusterSpec:
             path, f"expected NODESxGPUS or a YAML file, found {value!r}", "key clusters"
         )
     local = here / value
-    return parse_cluster(local if local.is_file() else value)
+    if local.is_file():
+        return parse_cluster(local)  # its errors name the cluster file
+    try:
+        return parse_cluster(value)
+    except InputError as error:
+        raise InputError(path, error.problem, "key clusters") from None
 
 
 def _profiles(path: Path, here: Path, value: object) -> str | None:

@@ -10,6 +10,7 @@ between the validated batch sizes, as SPEC 2.2 does for the raw traces.
 
 from __future__ import annotations
 
+import difflib
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,30 @@ def _array(data: dict, key: str, source, section: str, ndim: int = 1) -> NDArray
     return array
 
 
+PROFILE_KEYS = frozenset(
+    {"schema_version", "application", "provenance", "limits", "throughput", "progress"}
+    | {"gradient_stats", "checkpoint_interval", "checkpoint_seconds", "restart_delay"}
+    | {"crash_hours", "slowdown"}
+)
+LIMIT_KEYS = frozenset(set(Limits.__dataclass_fields__) - set(JOB_FIELDS))
+
+
+def _refuse_unknown(data: dict, known: frozenset[str], source, prefix: str) -> None:
+    """A misspelt key (``restart_dely``) is an error, not a setting silently left at its
+    default; the message names the closest known key."""
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        guess = [f"{prefix}{k}" for k in difflib.get_close_matches(unknown[0], sorted(known), n=1)]
+        if not prefix and unknown[0] in LIMIT_KEYS:
+            guess = [f"limits.{unknown[0]}"]
+        hint = f" (did you mean {guess[0]}?)" if guess else ""
+        raise InputError(
+            source,
+            f"unknown field{hint}; known: {', '.join(sorted(known))}",
+            where=f"field {prefix}{unknown[0]}",
+        )
+
+
 class ParametricProfile(ApplicationProfile):
     """Ground truth from a fitted YAML profile; answers the same questions as a measured one."""
 
@@ -99,7 +124,10 @@ class ParametricProfile(ApplicationProfile):
                 source, f"must be an application name, found {name!r}", where="field application"
             )
         self.name = name.strip()
+        _refuse_unknown(data, PROFILE_KEYS, source, "")
         limits = _require(data, "limits", source)
+        if isinstance(limits, dict):
+            _refuse_unknown(limits, LIMIT_KEYS, source, "limits.")
         optional = {"max_replicas", "fixed_batch_size", "lr_schedule", "noise_prior"}
         try:
             values = {
@@ -340,6 +368,7 @@ def load_profile_yaml(path: str | Path) -> ApplicationProfile:
         {t: (lambda p=p: p) for t, p in by_type.items()},
         by_type[next(iter(by_type))].restart_delay,
         by_type[next(iter(by_type))].slowdown,
+        source=path,
     )
 
 

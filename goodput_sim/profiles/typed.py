@@ -52,10 +52,12 @@ class TypedProfile(ApplicationProfile):
         loaders: Mapping[str, Callable[[], ApplicationProfile]],
         restart_delay: float | None = None,
         slowdown: float = 1.0,
+        source: str | Path = "<profile>",
     ):
         if not loaders:
             raise InputError(name, "has no GPU type")
         self.name = name
+        self.source = str(source)  # the file it came from, for messages
         self._loaders = dict(loaders)
         self.restart_delay = restart_delay
         self.slowdown = slowdown

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 MAX_FAILURES_PER_ROUND = 1000.0
 """Node failures, repairs and job crashes expected in one round, at most."""
 
+MAX_GRID_RUNS = 100_000
+"""Runs in one sweep, at most (a grid beyond it is a typo, not an experiment)."""
+
+DEFAULT_MAX_RUNS = 1000
+"""Runs one sweep may hold unless told otherwise (``--max-runs``, up to MAX_GRID_RUNS): a bigger
+grid is usually a list written by a program by mistake, and hours of work."""
+
 
 def check_work(cluster: ClusterSpec, config: SimConfig, jobs: int) -> None:
     """Refuse a run whose failure rates or job count surely exceed what one run may do."""

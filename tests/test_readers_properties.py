@@ -1,0 +1,242 @@
+"""Property tests of the readers of saved and hand-written files: whatever a manifest, a results
+table or an experiment file holds, reading it gives a checked value or one ``InputError``
+naming the file, never another exception (the hand-picked cases are in ``hostile_cases``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from goodput_sim.cluster import cluster_from_record
+from goodput_sim.errors import InputError
+from goodput_sim.experiments.grid import load_experiment
+from goodput_sim.saved import JOB_COLUMNS, ROUND_COLUMNS, SWEEP_COLUMNS, read_manifest, read_table
+from goodput_sim.spec import config_from_record
+from goodput_sim.workload import MAX_LOAD
+
+WORKLOAD = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,60,ncf,1,256\n"
+PROFILE = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+# Any JSON value: what a damaged or hand-edited file may put where a reader expects something.
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory) -> Path:
+    """A finished run's folder (fifo on 2x4 GPUs, two jobs)."""
+    from click.testing import CliRunner
+
+    from goodput_sim.cli import main
+
+    root = tmp_path_factory.mktemp("saved")
+    (root / "w.csv").write_text(WORKLOAD)
+    args = ["run", "--policy", "fifo", "--workload", str(root / "w.csv"), "--cluster", "2x4"]
+    done = CliRunner().invoke(main, [*args, "--quiet", "--no-plot", "--out", str(root / "r")])
+    assert done.exit_code == 0, done.output
+    return root / "r"
+
+
+def _paths(data, path=()):
+    """Every node's key path in a JSON value (the root's is ``()``)."""
+    yield path
+    items = (
+        data.items()
+        if isinstance(data, dict)
+        else enumerate(data)
+        if isinstance(data, list)
+        else ()
+    )
+    for key, value in items:
+        yield from _paths(value, (*path, key))
+
+
+def _replaced(data, path, value):
+    out = copy.deepcopy(data)
+    if not path:
+        return value
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+def _dropped(data, path):
+    out = copy.deepcopy(data)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return out
+
+
+def _read(path: Path, text: str | bytes):
+    """Write ``text`` to ``path`` and read it as a manifest, then its config and cluster
+    records as ``run --manifest`` does."""
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    manifest = read_manifest(path)
+    config_from_record(manifest["config"])
+    cluster_from_record(manifest["cluster"], path)
+    return manifest
+
+
+@PROFILE
+@given(data=st.data(), value=json_values, drop=st.booleans())
+def test_a_changed_manifest_reads_or_is_refused_in_one_line(saved_run, data, value, drop):
+    """One node of a real manifest replaced by any JSON value, or removed."""
+    manifest = json.loads((saved_run / "manifest.json").read_text())
+    nodes = list(_paths(manifest))
+    path = data.draw(st.sampled_from(nodes))
+    changed = _dropped(manifest, path) if drop and path else _replaced(manifest, path, value)
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            read = _read(Path(scratch) / "manifest.json", json.dumps(changed))
+        except InputError as error:
+            assert "\n" not in str(error)
+            return
+    # Read without error: what a reader relies on holds.
+    assert isinstance(read["policy"]["name"], str) and read["policy"]["name"]
+    assert all(math.isfinite(v) for v in read["summary"].values() if v is not None)
+
+
+@PROFILE
+@given(text=st.binary(max_size=300) | st.text(max_size=300))
+def test_any_bytes_as_a_manifest_are_refused_in_one_line(text):
+    with tempfile.TemporaryDirectory() as scratch, pytest.raises(InputError) as caught:
+        _read(Path(scratch) / "manifest.json", text)
+    assert "\n" not in str(caught.value)
+
+
+TABLES = {
+    "jobs.csv": (JOB_COLUMNS, "jobs table"),
+    "rounds.csv": (ROUND_COLUMNS, "rounds table"),
+}
+cells = st.sampled_from(
+    ["", "x", "nan", "NaN", "inf", "-inf", "-1", "1.5", "1e400", "True", "0", "a=1@2", " 3 "]
+) | st.text(max_size=6)
+
+
+@PROFILE
+@given(data=st.data(), table=st.sampled_from(sorted(TABLES)))
+def test_a_damaged_results_table_reads_checked_or_is_refused(saved_run, data, table):
+    """Cells of a real jobs or rounds table replaced by junk, a column dropped or renamed: the
+    reader returns the declared types or refuses naming the file, column and row."""
+    columns, what = TABLES[table]
+    frame = pd.read_csv(saved_run / table, dtype=str, keep_default_na=False)
+    for _ in range(data.draw(st.integers(1, 3))):
+        column = data.draw(st.sampled_from(list(frame.columns)))
+        action = data.draw(st.sampled_from(["cell", "cell", "drop", "rename"]))
+        if action == "cell" and len(frame):
+            row = data.draw(st.integers(0, len(frame) - 1))
+            frame.loc[row, column] = data.draw(cells)
+        elif action == "drop":
+            frame = frame.drop(columns=column)
+        elif action == "rename":
+            frame = frame.rename(columns={column: column.upper()})
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / table
+        frame.to_csv(path, index=False)
+        try:
+            read = read_table(path, columns, what)
+        except InputError as error:
+            assert "\n" not in str(error) and table in str(error)
+            return
+    for name, column in columns.items():
+        values = read[name]
+        if column.kind == "number":
+            finite = values.dropna()
+            assert finite.map(math.isfinite).all()
+            assert column.low is None or (finite >= column.low).all()
+            assert column.empty or not values.isna().any()
+        elif column.kind == "count":
+            assert str(values.dtype) == "int64" and (values >= 0).all()
+        elif column.kind == "flag":
+            assert values.map(lambda v: isinstance(v, bool)).all()
+
+
+@PROFILE
+@given(rows=st.lists(st.lists(cells, min_size=8, max_size=8), max_size=4))
+def test_any_sweep_summary_reads_checked_or_is_refused(rows):
+    header = list(SWEEP_COLUMNS)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "summary.csv"
+        pd.DataFrame(rows, columns=header).to_csv(path, index=False)
+        try:
+            read = read_table(path, SWEEP_COLUMNS, "sweep summary")
+        except InputError as error:
+            assert "\n" not in str(error)
+            return
+    assert (read["seed"] >= 0).all() and (read["unfinished"] >= 0).all()
+    assert read["avg_jct"].dropna().map(math.isfinite).all()
+
+
+EXPERIMENT = {
+    "name": "e",
+    "policies": ["fifo"],
+    "workloads": ["w.csv"],
+    "clusters": ["2x4"],
+    "loads": [1.0],
+    "seeds": [0],
+    "intervals": [60],
+}
+
+
+@PROFILE
+@given(
+    key=st.sampled_from([*EXPERIMENT, "settings", "profiles", "variants", "bogus"]),
+    value=json_values,
+)
+def test_an_experiment_file_loads_checked_or_is_refused(key, value):
+    """An experiment file with one key set to any value: it loads with every axis checked, or
+    is refused in one line naming the file."""
+    data = {**EXPERIMENT, key: value}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "w.csv").write_text(WORKLOAD)
+        path = folder / "e.yaml"
+        path.write_text(yaml.safe_dump(data))
+        try:
+            experiment = load_experiment(path)
+        except InputError as error:
+            assert "\n" not in str(error) and "e.yaml" in str(error)
+            return
+    assert experiment.policies and experiment.workloads
+    assert all(0 < load <= MAX_LOAD for load in experiment.loads)
+    assert all(isinstance(s, int) and s >= 0 for s in experiment.seeds)
+    assert len(set(experiment.loads)) == len(experiment.loads)
+
+
+@PROFILE
+@given(text=st.text(max_size=200))
+def test_any_text_as_an_experiment_file_loads_or_is_refused(text):
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "e.yaml"
+        path.write_text(text)
+        try:
+            load_experiment(path)
+        except InputError as error:
+            assert "\n" not in str(error)
+        else:
+            assume(False)  # some text is a valid experiment naming no file here: rare
