@@ -1,18 +1,25 @@
-"""A seeded corpus of corrupted inputs, each run under fifo and goodput through the CLI.
+"""A seeded corpus of hostile inputs, run through the CLI: every surface a user can hand the
+tool something broken on.
 
-Every input is a valid one with one thing broken: a workload cell, a cluster YAML field, a
-profile field, a measurement cell (when the Pollux reference is present) or an engine option.
-Each run ends in one of:
+The hand-written table of ``tests/hostile_cases.py`` (one case per known root cause), then
+seeded cases: a valid input with one thing broken. Surfaces: workload cells, cluster YAML
+fields, profile fields, measurement cells (when the Pollux reference is present) and engine
+options (each under fifo and goodput); saved manifests replayed, reported and plotted; run,
+comparison and sweep folders with one file damaged; experiment files; failure, checkpoint,
+autoscaling and budget options with failure traces; ``run --config`` files; typed clusters and
+profiles; output names. Each case ends in one of:
 
-* ``refused``: exit 2 with exactly one line on stderr, and no results folder;
+* ``refused``: exit 2 with exactly one line on stderr, and nothing written;
 * ``ran``: exit 0 with sane results (every job reported, times ordered, nothing negative or
-  non-finite where it must not be, standard JSON);
-* ``silently wrong``: exit 0 with results that fail those checks;
-* ``traceback``, ``multi-line error`` or ``crash`` (another exit code);
-* ``hang``: no end within the time limit.
+  non-finite where it must not be, standard JSON, nothing written outside the chosen folder,
+  a replay recording what it was given);
+* ``guard``: a work or time guard stopped the run, exit 3, in one line;
+* ``silently wrong`` (results that fail those checks, or a table case that ran where it must
+  be refused), ``refused valid``, ``traceback``, ``multi-line error``, ``leftover`` (a refusal
+  that wrote files), ``crash`` (another exit code) or ``hang`` (no end within 60 s).
 
 Usage: ``python benchmarks/corrupt_inputs.py [--cases N] [--seed S] [--workers W]``; the outcome
-table is printed and saved to ``benchmarks/results/corrupt_inputs.json``.
+table by surface is printed and saved to ``benchmarks/results/corrupt_inputs.json``.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 import shutil
 import signal
@@ -656,6 +664,14 @@ def _fine(key: str, value: object) -> bool:
     return number and value == value and FINE[key](value)
 
 
+def _axis_invalid(key: str, values: list) -> bool | None:
+    """Whether a numeric axis is invalid: True with a value out of range, None (either may be
+    right: merged or refused) with a repeated value, False otherwise."""
+    if not all(_fine(key, v) for v in values):
+        return True
+    return None if len(set(values)) < len(values) else False
+
+
 def experiment_case(rng: np.random.Generator) -> tuple[Case, dict]:
     """A small experiment file with one thing wrong (a key's type, an unknown key, an axis
     value huge, negative or NaN, a bad name, a setting out of range, its encoding), run by
@@ -673,12 +689,14 @@ def experiment_case(rng: np.random.Generator) -> tuple[Case, dict]:
         data[key] = _pick(rng, YAML_JUNK)
         what = f"{key}: {data[key]!r}"
         invalid = key != "name" or not isinstance(data[key], str)
+        if key in FINE and isinstance(data[key], list) and data[key]:
+            invalid = _axis_invalid(key, data[key])
     elif op == "element":
         key = _pick(rng, ["policies", "workloads", "clusters", "loads", "seeds", "intervals"])
         data[key] = [_pick(rng, AXIS_JUNK)]
         what = f"{key}: {data[key]!r}"
         if key in FINE:
-            invalid = not all(_fine(key, v) for v in data[key])
+            invalid = _axis_invalid(key, data[key])
     elif op == "unknown key":
         key = _pick(rng, ["polices", "load", "seed", "bogus", "cluster", "Name"])
         if rng.random() < 0.5:
@@ -692,7 +710,7 @@ def experiment_case(rng: np.random.Generator) -> tuple[Case, dict]:
         value = _pick(rng, AXIS_JUNK[:9] + [2**40, 1.5, 10**30, 2**32])
         data[key] = [value] if rng.random() < 0.7 else [*data[key], value]
         what = f"{key}: {data[key]!r}"
-        invalid = not all(_fine(key, v) for v in data[key])
+        invalid = _axis_invalid(key, data[key])
     elif op == "name":
         data["name"] = _pick(rng, NAMES)
         what = f"name {data['name']!r}"
@@ -763,6 +781,129 @@ def experiment_case(rng: np.random.Generator) -> tuple[Case, dict]:
     }
 
 
+RUN = ["run", "--workload", "w.csv", "--quiet", "--no-plot", "--out", "o"]
+FAILURE_OPTIONS = {
+    "--mtbf": ["0", "-1", "1e-9", "0.0001", "1e-6", "nan", "inf", "x", "1e300", "24", "100"],
+    "--repair-hours": ["0", "-1", "1e-6", "87600", "nan", "x", "1", "2"],
+    "--repair": ["fixed", "exponential", "sometimes"],
+    "--job-crash-hours": ["0", "-3", "1e-9", "nan", "inf", "12", "x"],
+    "--lifetime": ["weibull", "exponential", "gamma"],
+    "--weibull-shape": ["0", "-1", "1e-9", "0.5", "1e9", "nan", "x"],
+    "--checkpoint-interval": ["0", "-5", "epoch", "600", "x", "1e300"],
+    "--checkpoint-seconds": ["-1", "0", "30", "1e12", "nan"],
+    "--min-nodes": ["0", "-1", "1", "2", "100001", "1e9", "x"],
+    "--max-nodes": ["0", "1", "4", "100000", "100001", "1e20", "x"],
+    "--autoscaler": ["utility", "queue", "search", "magic"],
+    "--startup-delay": ["-1", "0", "60", "1e12", "nan"],
+    "--node-price": ["-1", "0", "2.5", "nan", "x"],
+    "--stall-hours": ["0", "-1", "1e-9", "0.01", "1e9", "nan"],
+    "--max-events": ["0", "-1", "1", "10", "1e9", "x", "99999999999999999999"],
+    "--max-wall": ["0", "-1", "0.001", "1e9", "nan"],
+    "--horizon": ["0", "60", "1e300", "nan"],
+}
+FAILURE_TRACES = [
+    "time,node,duration\n0,0,60\n",
+    "time,node,duration\n0,99,60\n",
+    "time,node,duration\n-5,0,60\n",
+    "time,node,duration\n0,0,-5\n",
+    "time,node\n0,0\n",
+    "\ufefftime,node,duration\n10,1,600\n",
+    "time,node,duration\n0,0,nan\n",
+    "",
+    "time,node,duration\n" + "".join(f"{k},0,1\n" for k in range(2000)),
+]
+
+
+def failure_case(rng: np.random.Generator) -> tuple[Case, dict]:
+    """One to three failure, checkpoint, autoscaling or budget options, each at a value drawn
+    from its valid and invalid ones (and sometimes a failure trace), on fifo, goodput or sia."""
+    policy = _pick(rng, ["fifo", "goodput", "tiresias"])
+    args = [RUN[0], "--policy", policy, *RUN[1:], "--cluster", "2x4"]
+    files = {"w.csv": WORKLOAD_TEXT}
+    chosen = rng.choice(sorted(FAILURE_OPTIONS), size=int(rng.integers(1, 4)), replace=False)
+    parts = []
+    for option in chosen:
+        value = _pick(rng, FAILURE_OPTIONS[option])
+        args += [option, value]
+        parts.append(f"{option} {value}")
+    if rng.random() < 0.25:
+        trace = _pick(rng, FAILURE_TRACES)
+        files["f.csv"] = trace
+        args += ["--failure-trace", "f.csv"]
+        parts.append(f"--failure-trace {trace[:30]!r}")
+    return Case("failure options", f"{policy}: {' '.join(parts)}", args, files), {"kind": "run"}
+
+
+CONFIG_KEYS = [
+    "policy", "workload", "cluster", "seed", "interval", "restart_delay", "interference",
+    "horizon", "oracle", "mtbf", "repair_hours", "job_crash_hours", "min_nodes", "max_nodes",
+    "autoscaler", "param", "agent", "progress", "lr_schedule", "checkpoint_interval",
+]  # fmt: skip
+
+
+def config_case(rng: np.random.Generator) -> tuple[Case, dict]:
+    """A ``run --config`` file: valid options with one to three keys changed to junk (a wrong
+    type, NaN, huge, negative, a list, an unknown or misspelt key)."""
+    data: dict = {"policy": "fifo", "workload": "w.csv", "cluster": "2x4", "seed": 0}
+    parts = []
+    for _ in range(int(rng.integers(1, 4))):
+        key = _pick(rng, [*CONFIG_KEYS, "bogus", "restart_dely", "Policy", "max-nodes"])
+        value = _pick(rng, YAML_JUNK + AXIS_JUNK[:12] + ["goodput", "16x4", "w.csv"])
+        data[key] = value
+        parts.append(f"{key}: {value!r}")
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    args = ["run", "--config", "c.yaml", "--quiet", "--no-plot", "--out", "o"]
+    return Case("config file", ", ".join(parts), args, {"w.csv": WORKLOAD_TEXT, "c.yaml": text}), {
+        "kind": "run"
+    }
+
+
+def typed_case(rng: np.random.Generator) -> tuple[Case, dict]:
+    """The Sia cluster file or one typed profile with one value dropped, retyped, made huge or
+    negative, or a key added, run under sia (or type-blind goodput)."""
+    cluster = yaml.safe_load((ROOT / "configs" / "cluster-sia-default.yaml").read_text())
+    profiles = {
+        f"ps/{p.name}": p.read_text() for p in sorted((ROOT / "traces" / "profiles-sia").glob("*"))
+    }
+    if rng.random() < 0.5:
+        what, change = _mutate_json(rng, cluster, _pick(rng, ["cluster", None]))
+        cluster_text = yaml.safe_dump(change["data"], allow_unicode=True)
+        what = f"cluster {what}"
+    else:
+        cluster_text = yaml.safe_dump(cluster)
+        name = _pick(rng, sorted(profiles))
+        data = yaml.safe_load(profiles[name])
+        section = _pick(rng, ["gpu_types", "limits", "restart_delay", "slowdown", "progress"])
+        what, change = _mutate_json(rng, data, section)
+        profiles[name] = yaml.safe_dump(change["data"], allow_unicode=True)
+        what = f"{name} {what}"
+    policy = _pick(rng, ["sia", "sia", "goodput"])
+    args = [RUN[0], "--policy", policy, *RUN[1:], "--cluster", "c.yaml", "--profiles", "ps"]
+    files = {"w.csv": WORKLOAD_TEXT, "c.yaml": cluster_text, **profiles}
+    return Case("typed inputs", f"{policy}: {what}", args, files), {"kind": "run"}
+
+
+def output_case(rng: np.random.Generator) -> tuple[Case, dict]:
+    """``--out`` (run, compare, sweep) or ``-o`` (workload generate, plot) named with a name of
+    the hostile list, maybe below a missing folder or an existing file."""
+    name = _pick(rng, NAMES)
+    if rng.random() < 0.3:
+        name = f"{_pick(rng, ['missing', 'w.csv', 'deep/er'])}/{name}"
+    command = _pick(rng, ["run", "compare", "sweep", "generate"])
+    common = ["--workload", "w.csv", "--cluster", "2x4", "--quiet"]
+    if command == "run":
+        args = ["run", "--policy", "fifo", *common, "--no-plot", "--out", name]
+    elif command == "compare":
+        args = ["compare", "--policies", "fifo,tiresias", *common, "--no-plot", "--out", name]
+    elif command == "sweep":
+        args = ["sweep", "--policies", "fifo", "--workloads", "w.csv", "--cluster", "2x4"]
+        args += ["--quiet", "--out", name]
+    else:
+        args = ["workload", "generate", "--jobs", "5", "-o", name]
+    case = Case("output paths", f"{command} into {name!r}", args, {"w.csv": WORKLOAD_TEXT})
+    return case, {"kind": "output", "out": name}
+
+
 # --- Classifying and running every case ------------------------------------------------------
 
 OUTCOMES = [
@@ -782,6 +923,14 @@ SEEDED = ["workload", "cluster", "profile", "option"]
 SEEDED += ["measurement"] if (REFERENCE / "traces").is_dir() else []
 SEEDED += ["manifest", "manifest", "run folder", "comparison folder", "sweep folder"]
 SEEDED += ["experiment file", "experiment file"]
+SEEDED += ["failure options", "failure options", "config file", "typed inputs", "output paths"]
+BUILDERS = {
+    "experiment file": experiment_case,
+    "failure options": failure_case,
+    "config file": config_case,
+    "typed inputs": typed_case,
+    "output paths": output_case,
+}
 OLD = {"workload", "cluster", "profile", "option", "measurement"}
 _BASES: dict = {}
 
@@ -863,6 +1012,10 @@ def _ran_wrong(folder: Path, case: Case, check: dict, stdout: str) -> str | None
         if new != ["o.png"] or (folder / "o.png").stat().st_size == 0:
             return f"plot wrote {new[:3]}, not o.png alone"
         return None
+    if kind in ("run", "output"):
+        root = os.path.normpath(check.get("out", "o"))
+        outside = [p for p in new if os.path.commonpath([root, os.path.normpath(p)]) != root]
+        return f"wrote {outside[:3]} outside {root!r}" if outside else None
     root = check["out"] or f"results/{str(check['name']).strip()}"
     outside = [p for p in new if not p.startswith(root.rstrip("/") + "/")]
     if outside:
@@ -878,7 +1031,8 @@ def _ran_wrong(folder: Path, case: Case, check: dict, stdout: str) -> str | None
 
 def run_seeded(index: int, seed: int, scratch: Path, bases: Path, policies: list[str]):
     """Seeded case ``index``: an old-corpus input under each policy, or a mutation of a saved
-    manifest, results folder or experiment file under its command."""
+    manifest, results folder, experiment file, option set, config file, typed input or output
+    path under its command."""
     kind = SEEDED[index % len(SEEDED)]
     if kind in OLD:
         case = make_case(index, seed, scratch)
@@ -888,8 +1042,8 @@ def run_seeded(index: int, seed: int, scratch: Path, bases: Path, policies: list
     rng = np.random.default_rng([seed, index, 1])
     if kind == "manifest":
         case, check = manifest_case(rng, bases)
-    elif kind == "experiment file":
-        case, check = experiment_case(rng)
+    elif kind in BUILDERS:
+        case, check = BUILDERS[kind](rng)
     else:
         case, check = folder_case(rng, bases, kind.split()[0])
     folder = scratch / f"case-{index}"
@@ -934,7 +1088,7 @@ def _work(task: tuple) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=840, help="seeded cases")
+    parser.add_argument("--cases", type=int, default=1190, help="seeded cases")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--policies", default="fifo,goodput")

@@ -294,8 +294,9 @@ MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255  # Linux's PATH_MAX and NAME_MAX
 
 def checked_output_path(path: str | Path, option: str) -> Path:
     """``path`` if it can name an output: no control characters (a newline would split every
-    status line), each part at most 255 bytes and the whole at most 4096, and a last part that
-    names something (not ``.``, ``..`` or empty, so a folder is never replaced by its parent)."""
+    status line), each part at most 255 bytes and the whole at most 4096, no leading ``~``, and a
+    last part that names something (not ``.``, ``..`` or empty, so a folder is never replaced by
+    its parent)."""
     text = str(path)
     if not text.strip():
         raise InputError(option, "is empty; expected a path")
@@ -306,6 +307,8 @@ def checked_output_path(path: str | Path, option: str) -> Path:
         len(part.encode()) > MAX_NAME_BYTES for part in text.split("/")
     ):
         raise InputError(option, f"is too long (parts of at most {MAX_NAME_BYTES} bytes)")
+    if text.startswith("~"):  # pandas would write to the home folder it names
+        raise InputError(option, f"{text!r} starts with '~', which is not expanded; give the path")
     last = text.rstrip("/").rsplit("/", 1)[-1]
     if last in ("", ".", ".."):
         raise InputError(option, f"{text!r} does not name a new file or folder; add a name")

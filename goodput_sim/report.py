@@ -376,7 +376,7 @@ def _verdict(reduction: float, low: float, high: float) -> str:
     """Where the reduction and its interval lie against the paper's range."""
     paper_low, paper_high = PAPER_CLAIM
     if not np.isfinite(reduction):
-        return "no pairs"
+        return "no reduction to check (no pairs, or a zero or missing average JCT)"
     if np.isfinite(low) and (high < paper_low or low > paper_high):
         return "outside the paper's range"
     if paper_low <= reduction <= paper_high:
@@ -445,7 +445,7 @@ def report_text(results: Results) -> str:
             lines.append(f"  load {row.load:<4g} {pair:<{wide}} {row.verdict}")
             continue
         lines.append(
-            f"  load {row.load:<4g} {pair:<{wide}} {row.reduction:>7.1%} "
+            f"  load {row.load:<4g} {pair:<{wide}} {statistic_text(row.reduction, '.1%'):>7} "
             f"{interval_text(row.ci_low, row.ci_high, row.pairs, '{:.1%}')}  {row.verdict}"
         )
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from click.testing import CliRunner
 
 from goodput_sim.cli import main
@@ -276,6 +277,15 @@ def _folder_cases(bases: Path) -> list[Case]:
         for kind in ("bars", "load"):
             args = ["plot", "s", "--kind", kind, "-o", "o.png"]
             cases.append(Case("results folder", f"sweep plot {kind}: {what}", args, files))
+    def fifo_zero(text: str) -> str:  # a zero baseline: the reduction is undefined
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        frame.loc[frame["policy"] == "fifo", "avg_jct"] = "0"
+        return frame.to_csv(index=False)
+
+    files = _changed(sweep, "s/summary.csv", fifo_zero)
+    cases.append(
+        Case("results folder", "sweep report: avg_jct 0", ["report", "s"], files, ("ran",))
+    )
     comparison = _tree(bases / "cmp", "c/")
     files = _changed(comparison, "c/summary.csv", "\x00garbage\n")  # only orders the runs
     cases.append(
@@ -816,6 +826,28 @@ def _smaller_cases() -> list[Case]:
     renamed = _profile_copy(typed, "ps", "ncf.yaml", lambda t: t)
     renamed["ps/bert.yaml"] = renamed["ps/ncf.yaml"]
     cases.append(Case("smaller", "typed ncf profile saved as bert.yaml", sia, {**files, **renamed}))
+
+    def limits_text(text: str) -> str:
+        data = yaml.safe_load(text)
+        data["limits"] = "[[[]]]"
+        return yaml.safe_dump(data)
+
+    files_typed = {**files, **_profile_copy(typed, "ps", "bert.yaml", limits_text)}
+    cases.append(Case("smaller", "typed profile limits a string", sia, files_typed))
+    cases.append(
+        Case("smaller", "generate -o with a NUL byte", ["workload", "generate", "-o", "e\x00"])
+    )
+    cases.append(Case("smaller", "generate -o '~'", ["workload", "generate", "-o", "~"]))
+    cases.append(Case("smaller", "sweep --out '~'", [*sweep[:-3], "--quiet", "--out", "~"], files))
+    config = ["run", "--config", "c.yaml", "--quiet", "--no-plot", "--out", "o"]
+    for what, text in [
+        ("run --config workload: 5 (not a descriptor)", "policy: fifo\nworkload: 5\n"),
+        ("run --config workload: 2**63", "policy: fifo\nworkload: 9223372036854775808\n"),
+        ("run --config cluster: -1", "policy: fifo\nworkload: w.csv\ncluster: -1\n"),
+    ]:
+        cases.append(Case("smaller", what, config, {**files, "c.yaml": text}))
+    long_out = [*sweep[:-3], "--quiet", "--out", "x" * 300]
+    cases.append(Case("smaller", "sweep --out 300 characters long", long_out, files))
     return cases
 
 

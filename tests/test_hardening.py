@@ -4,12 +4,14 @@ traceback, a hang, a multi-line error or a refusal that leaves files behind."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
 import pytest
 from hostile_cases import all_cases, make_bases, run_case
 
+NOT_A_NUMBER = re.compile(r"(?i)(?<![\w.])-?(nan|inf)(?![\w])")
 CASES = all_cases(make_bases(Path(tempfile.mkdtemp(prefix="hostile-bases-"))))
 
 
@@ -17,4 +19,7 @@ CASES = all_cases(make_bases(Path(tempfile.mkdtemp(prefix="hostile-bases-"))))
 def test_hostile_case(index, tmp_path):
     case = CASES[index]
     outcome = run_case(case, tmp_path / "case", timeout=150)  # 10x the slowest case
+    printed = outcome.pop("stdout")
     assert outcome["outcome"] in case.expect, outcome
+    if case.args[0] == "report" and outcome["outcome"] == "ran":
+        assert not NOT_A_NUMBER.search(printed), printed  # '-' where a statistic is undefined

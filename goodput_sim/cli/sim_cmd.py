@@ -15,6 +15,7 @@ from goodput_sim.api import (
     Comparison,
     as_cluster,
     bundled_workload,
+    checked_output_path,
     compare,
     default_profiles_path,
     failure_free,
@@ -116,7 +117,7 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
 def _config_value(path: Path, key: object, name: str, value: object) -> object:
     """A ``--config`` value checked as its option would be: a declared setting by its
     declaration (so ``seed: 1.5`` or ``oracle: 5`` is refused, not rounded or crashed on), a
-    seed as a seed, any other option as text."""
+    seed as a seed, any other option as text (``workload: 5`` names a file 5, not descriptor 5)."""
     if name in BY_NAME:
         try:
             BY_NAME[name].convert(value)
@@ -127,8 +128,10 @@ def _config_value(path: Path, key: object, name: str, value: object) -> object:
             raise InputError(
                 path, f"expected an integer in [0, {MAX_SEED}], found {value!r}", f"key {key}"
             )
-    elif name != "params" and (isinstance(value, bool) or not isinstance(value, str | int | float)):
-        raise InputError(path, f"expected text, found {value!r}", f"key {key}")
+    elif name != "params":
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InputError(path, f"expected text, found {value!r}", f"key {key}")
+        return str(value)  # converted by the option's type, as on the command line
     return value
 
 
@@ -756,6 +759,7 @@ def default_folder(kind: str, workload: str | Path, identity: object) -> Path:
 
 def _sweep_folder(out: Path) -> Path:
     """``out``, if it is new, empty, or an earlier sweep's folder (which is resumed)."""
+    out = checked_output_path(out, "--out")
     if (out / "sweep.json").is_file():
         return out
     if (out / "summary.csv").is_file() and any(out.glob("*/manifest.json")):

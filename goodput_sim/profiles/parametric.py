@@ -355,11 +355,15 @@ def load_profile_yaml(path: str | Path) -> ApplicationProfile:
     if not isinstance(sections, dict) or not sections:
         raise InputError(path, "must map GPU type names to sections", "field gpu_types")
     shared = {k: v for k, v in data.items() if k != "gpu_types"}
+    if not isinstance(shared.get("limits") or {}, dict):
+        raise InputError(path, "expected a mapping of limits", "field limits")
     by_type = {}
     for gpu_type, section in sections.items():
         where = f"field gpu_types.{gpu_type}"
         if not isinstance(section, dict) or set(section) - {"limits", "throughput"}:
             raise InputError(path, "expected limits and throughput", where)
+        if not isinstance(section.get("limits") or {}, dict):
+            raise InputError(path, "expected a mapping of limits", f"{where}.limits")
         limits = {**(shared.get("limits") or {}), **(section.get("limits") or {})}
         merged = {**shared, "limits": limits, "throughput": section.get("throughput")}
         by_type[str(gpu_type)] = ParametricProfile(merged, source=f"{path} [{gpu_type}]")
