@@ -148,3 +148,23 @@ def test_a_sweep_on_dask_gives_the_serial_results(workloads, reference_summary, 
     for run in runs:
         assert (tmp_path / "dask" / run).read_bytes() == (serial / run).read_bytes(), run
     assert (tmp_path / "dask" / "summary.csv").read_bytes() == reference_summary
+
+
+def test_results_left_only_in_the_retired_folder_are_restored(tmp_path):
+    """A kill between the swap's two renames leaves the earlier results only in
+    ``<out>.replaced``: the next command on ``out`` puts them back before anything else, and
+    a run through ``staged_folder`` then swaps its own in as usual."""
+    from goodput_sim.api import staged_folder, writable_folder
+    from goodput_sim.errors import InputError
+
+    out = tmp_path / "out"
+    retired = tmp_path / "out.replaced"
+    retired.mkdir()
+    (retired / "jobs.csv").write_text("earlier\n")
+    with pytest.raises(InputError, match="earlier results"):
+        writable_folder(out)  # restored first, so refused like any folder of results
+    assert (out / "jobs.csv").read_text() == "earlier\n" and not retired.exists()
+    with staged_folder(out) as staging:
+        (staging / "jobs.csv").write_text("new\n")
+    assert (out / "jobs.csv").read_text() == "new\n"
+    assert not retired.exists() and not (tmp_path / "out.partial").exists()
