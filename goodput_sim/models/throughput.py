@@ -171,27 +171,32 @@ def solve_small(a: NDArray, b: NDArray) -> NDArray:
 
     Plain floating-point arithmetic in a fixed order, not BLAS: the optimised kernels BLAS picks
     for the machine's CPU sum in different orders, so fits (and every result downstream) would
-    differ in the last bits from one machine to another. For the fit's 7 x 7 systems this is also
-    faster than a LAPACK call. Raises LinAlgError for an exactly singular ``a``."""
-    rows = np.column_stack([a, b]).tolist()
-    n = len(rows)
-    for k in range(n):
-        column = [abs(row[k]) for row in rows[k:]]
-        pivot = k + column.index(max(column))
+    differ in the last bits from one machine to another (a 7 x 7 solve takes about 14 us, a LAPACK
+    call 4 us). Raises LinAlgError for an exactly singular ``a``."""
+    rows = np.asarray(a, dtype=float).tolist()
+    x = np.asarray(b, dtype=float).tolist()
+    n = len(x)
+    for k in range(n):  # plain loops: for 7 x 7, Python's float arithmetic beats numpy calls
+        pivot, largest = k, abs(rows[k][k])
+        for i in range(k + 1, n):
+            if abs(rows[i][k]) > largest:
+                pivot, largest = i, abs(rows[i][k])
         if rows[pivot][k] == 0.0:  # NaN passes, as in LAPACK: the caller sees a NaN step
             raise np.linalg.LinAlgError("singular matrix")
         rows[k], rows[pivot] = rows[pivot], rows[k]
-        top = rows[k]
-        head = top[k]
-        tail = top[k:]
+        x[k], x[pivot] = x[pivot], x[k]
+        top, head, top_x = rows[k], rows[k][k], x[k]
         for i in range(k + 1, n):
             row = rows[i]
             factor = row[k] / head
-            row[k:] = [value - factor * t for value, t in zip(row[k:], tail, strict=True)]
-    x = [0.0] * n
+            for j in range(k, n):
+                row[j] -= factor * top[j]
+            x[i] -= factor * top_x
     for k in range(n - 1, -1, -1):
-        row = rows[k]
-        x[k] = (row[n] - sum([row[j] * x[j] for j in range(k + 1, n)])) / row[k]
+        row, done = rows[k], 0.0
+        for j in range(k + 1, n):
+            done += row[j] * x[j]
+        x[k] = (x[k] - done) / row[k]
     return np.array(x)
 
 
