@@ -22,7 +22,7 @@ class _Main(click.Group):
     def make_context(self, info_name, args, parent=None, **extra):
         """Parse the top-level options; a bad one is one line too (not click's usage block),
         while no arguments at all still shows the help."""
-        nul = next((k for k, arg in enumerate(args) if "\x00" in arg), None)
+        nul = next((k for k, arg in enumerate(args) if "\x00" in str(arg)), None)
         if nul is not None:  # only a caller in Python can pass one: a shell cannot
             click.echo(f"error: argument {nul + 1} ({args[nul]!r}) holds a NUL byte", err=True)
             sys.exit(2)
