@@ -48,6 +48,7 @@ from common import REFERENCE, machine, save
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from hostile_cases import EXPERIMENT as SMALL_EXPERIMENT  # noqa: E402
 from hostile_cases import WORKLOAD as WORKLOAD_TEXT  # noqa: E402 - the hand-written table
 from hostile_cases import Case, all_cases, make_bases  # noqa: E402
 from hostile_cases import run_case as hostile_run  # noqa: E402
@@ -616,16 +617,7 @@ def folder_case(rng: np.random.Generator, bases: Path, which: str) -> tuple[Case
     }
 
 
-EXPERIMENT = {
-    "name": "e",
-    "policies": ["fifo"],
-    "workloads": ["w.csv"],
-    "clusters": ["2x4"],
-    "loads": [1.0],
-    "seeds": [0],
-    "intervals": [60],
-    "settings": {"restart_delay": 30},
-}
+EXPERIMENT = {**SMALL_EXPERIMENT, "settings": {"restart_delay": 30}}
 AXIS_JUNK = [0, -1, -0.5, 1e9, 1e300, float("nan"), float("inf"), -float("inf"), 1e-300]
 AXIS_JUNK += [2**40, 1.5, "1", True, None, "x", [], {}, [1], 10**30]
 SETTING_NAMES = [

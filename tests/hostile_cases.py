@@ -36,6 +36,15 @@ WORKLOAD = (
     "ncf-0,0,ncf,1,32768\ncifar10-1,30,cifar10,4,2048\nbert-2,90,bert,2,384\n"
     "yolov3-3,200,yolov3,4,64\n"
 )
+EXPERIMENT = {  # a small valid experiment file's keys, over w.csv
+    "name": "e",
+    "policies": ["fifo"],
+    "workloads": ["w.csv"],
+    "clusters": ["2x4"],
+    "loads": [1.0],
+    "seeds": [0],
+    "intervals": [60],
+}
 FIFO = object()  # a file to create as a named pipe
 DELETE = object()  # a manifest key or file to remove
 
@@ -277,6 +286,7 @@ def _folder_cases(bases: Path) -> list[Case]:
         for kind in ("bars", "load"):
             args = ["plot", "s", "--kind", kind, "-o", "o.png"]
             cases.append(Case("results folder", f"sweep plot {kind}: {what}", args, files))
+
     def fifo_zero(text: str) -> str:  # a zero baseline: the reduction is undefined
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         frame.loc[frame["policy"] == "fifo", "avg_jct"] = "0"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from hostile_cases import EXPERIMENT
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -190,17 +191,6 @@ def test_any_sweep_summary_reads_checked_or_is_refused(rows):
             return
     assert (read["seed"] >= 0).all() and (read["unfinished"] >= 0).all()
     assert read["avg_jct"].dropna().map(math.isfinite).all()
-
-
-EXPERIMENT = {
-    "name": "e",
-    "policies": ["fifo"],
-    "workloads": ["w.csv"],
-    "clusters": ["2x4"],
-    "loads": [1.0],
-    "seeds": [0],
-    "intervals": [60],
-}
 
 
 @PROFILE
