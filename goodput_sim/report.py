@@ -32,7 +32,7 @@ from goodput_sim.saved import (
     read_table,
 )
 from goodput_sim.spec import config_from_record, values_of
-from goodput_sim.stats import bootstrap_mean_ci, reduction_ci
+from goodput_sim.stats import bootstrap_mean_ci, content_rng, reduction_ci
 
 if TYPE_CHECKING:
     from goodput_sim.engine import SimConfig
@@ -250,7 +250,6 @@ def _recorded_config(path: Path, record: dict) -> SimConfig:
 def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
     """Per load and policy: runs, mean average JCT with its 95% interval, mean p95 JCT, makespan
     and GPU utilisation, unfinished jobs (seconds; JCTs over finished jobs)."""
-    rng = np.random.default_rng(seed)
     rows = []
     for (load, label), part in results.runs.groupby(["load", "label"], sort=False):
         if results.kind == "comparison":
@@ -259,7 +258,7 @@ def policy_table(results: Results, seed: int = 0) -> pd.DataFrame:
         else:
             values = part["avg_jct"].to_numpy(dtype=float)
         values = values[np.isfinite(values)]
-        low, high = bootstrap_mean_ci(values, rng)
+        low, high = bootstrap_mean_ci(values, content_rng(seed, values))
         if len(values) < MIN_SAMPLES:  # a bootstrap of so few values is only the values
             low = high = float("nan")
         rows.append(
@@ -309,7 +308,6 @@ def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
     is set against the baselines run like it, or, when there is none, a row per baseline says
     what differs. Empty when goodput or every baseline is missing (``claim_note`` says
     which)."""
-    rng = np.random.default_rng(seed)
     runs = results.runs
     if REFERENCE_POLICY not in set(runs["policy"]):
         return pd.DataFrame()
@@ -339,7 +337,7 @@ def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
                     keys = [c for c in UNIT_COLUMNS if c in part]
                     paired = ours.merge(theirs, on=keys, suffixes=("_ours", "_theirs"))
                     a, b = paired["avg_jct_ours"], paired["avg_jct_theirs"]
-                reduction, low, high = reduction_ci(a, b, rng)
+                reduction, low, high = reduction_ci(a, b, content_rng(seed, a, b))
                 pairs = int(np.isfinite(np.asarray(a, float) + np.asarray(b, float)).sum())
                 if pairs < MIN_SAMPLES:
                     low = high = float("nan")

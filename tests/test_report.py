@@ -284,3 +284,21 @@ def test_both_report_formats_word_verdicts_alike(comparison, tmp_path):
     page, text = (tmp_path / "r.html").read_text(), report_text(results)
     for verdict in verdicts:
         assert verdict in text and html.escape(verdict) in page
+
+
+def test_intervals_depend_on_the_runs_not_on_their_folder_or_neighbours(comparison, tmp_path):
+    """The same runs in a folder of another name, beside other runs or fewer, get the same
+    intervals: each bootstrap is seeded by its own sample, not by where it sits."""
+    other = tmp_path / "elsewhere"
+    shutil.copytree(comparison, other)
+    shutil.rmtree(other / "tiresias")
+    summary = pd.read_csv(other / "summary.csv")
+    summary[summary["policy"] != "tiresias"].to_csv(other / "summary.csv", index=False)
+    columns = ["n", "avg_jct_s", "ci_low_s", "ci_high_s"]
+    before = policy_table(load_results(comparison)).set_index("policy")[columns]
+    after = policy_table(load_results(other)).set_index("policy")[columns]
+    pd.testing.assert_frame_equal(after, before.loc[["fifo", "goodput"]])
+    claim = ["baseline", "reduction", "ci_low", "ci_high"]
+    before = claim_table(load_results(comparison))[claim].set_index("baseline").loc[["fifo"]]
+    after = claim_table(load_results(other))[claim].set_index("baseline")
+    pd.testing.assert_frame_equal(after, before)
