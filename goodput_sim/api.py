@@ -101,7 +101,7 @@ def split_params(
         else:
             side, bare = theirs, key
         if bare in side:
-            raise InputError("--param", f"{key} sets {bare} a second time")
+            raise InputError("--param", f"{key!r} sets {bare!r} a second time")
         side[bare] = value
     return mine, theirs
 

@@ -20,9 +20,12 @@ class InputError(Exception):
         return (type(self), (self.source, self.problem, self.where))
 
     def __str__(self) -> str:
+        """The message on one line: a line break or other control character from the input
+        itself (a file name, a key) is shown escaped, never printed."""
         parts = [p for p in (self.source, self._where_text()) if p]
         prefix = ": ".join(parts)
-        return f"{prefix}: {self.problem}" if prefix else self.problem
+        text = f"{prefix}: {self.problem}" if prefix else self.problem
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
     def _where_text(self) -> str | None:
         if self.where is None:

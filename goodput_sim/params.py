@@ -97,6 +97,6 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
         if not sep or not key or not value.strip():
             raise InputError("--param", f"expected KEY=VALUE, got {item!r}")
         if key in out:
-            raise InputError("--param", f"{key} given twice")
+            raise InputError("--param", f"{key!r} given twice")
         out[key] = value.strip()
     return out

@@ -230,3 +230,11 @@ def test_any_text_as_an_experiment_file_loads_or_is_refused(text):
             assert "\n" not in str(error)
         else:
             assume(False)  # some text is a valid experiment naming no file here: rare
+
+
+@PROFILE
+@given(source=st.text(max_size=20), problem=st.text(max_size=40), where=st.text(max_size=10))
+def test_every_input_error_is_one_line(source, problem, where):
+    """Whatever file name, key or value an error quotes, its message stays on one line."""
+    text = str(InputError(source, problem, where))
+    assert len(text.splitlines()) <= 1
