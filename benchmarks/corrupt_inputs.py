@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from hostile_cases import EXPERIMENT as SMALL_EXPERIMENT  # noqa: E402
 from hostile_cases import WORKLOAD as WORKLOAD_TEXT  # noqa: E402 - the hand-written table
-from hostile_cases import Case, all_cases, make_bases  # noqa: E402
+from hostile_cases import Case, all_cases, json_paths, make_bases  # noqa: E402
 from hostile_cases import run_case as hostile_run  # noqa: E402
 
 from goodput_sim.errors import InputError  # noqa: E402
@@ -401,17 +401,6 @@ NAMES = ["..", ".", "", "a/b", "-rf", "a\nb", "x" * 300, "caf\xe9", " e ", "a b"
 NAMES += ["e\x00", "e\t", "../up", "/abs", "e" * 100, "e" * 101, "CON", "-", "_e", "e.", "1"]
 
 
-def _paths(data, path=()):
-    """Every node's key path in a JSON value (the root included)."""
-    yield path
-    if isinstance(data, dict):
-        for k, v in data.items():
-            yield from _paths(v, (*path, k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            yield from _paths(v, (*path, i))
-
-
 def _get(data, path):
     for key in path:
         data = data[key]
@@ -428,7 +417,7 @@ def _mutate_json(rng: np.random.Generator, data: dict, section: str | None) -> t
     root = () if section is None else (section,)
     if section is not None and section not in data:
         data[section] = None
-    nodes = [p for p in _paths(_get(data, root), root)]
+    nodes = list(json_paths(_get(data, root), root))
     path = _pick(rng, nodes)
     current = _get(data, path)
     ops = ["drop", "retype", "raw", "huge", "negative", "nested", "unknown key", "off by half"]

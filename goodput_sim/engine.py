@@ -229,9 +229,8 @@ class Simulation:
         )
         self._order = np.argsort(self._arrivals, kind="stable")  # stable: file order
         self._made: dict[int, Job] = {}  # jobs made so far, by workload row
-        self._workload_apps = sorted(set(self._apps))
         self.typed = self.cluster.mixed or any(
-            isinstance(profiles[a], TypedProfile) for a in self._workload_apps
+            isinstance(profiles[a], TypedProfile) for a in set(self._apps)
         )
         self._typed: dict[str, TypedProfile] = {}
         if self.typed:
@@ -268,9 +267,7 @@ class Simulation:
                 "keeps the GPU counts jobs ask for (use an elastic policy, or utility/queue)",
             )
         self._crash_streams: dict[str, Iterator[float]] = {}  # of the jobs made so far
-        self._crashes = any(
-            self._crash_hours(self._fresh_job(i)) is not None for i in self._first_of_each_request
-        )
+        self._crashes = any(self._crash_hours(job) is not None for job in self._request_jobs)
         self._checkpointing = self._checkpoint_setup()
         self._speeds: dict[tuple[str, str], Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
@@ -303,8 +300,7 @@ class Simulation:
             for app, truth in truths.items()
         }
         budgets = self._budgets = {}
-        for index in self._first_of_each_request:
-            job = self._fresh_job(index)
+        for job in self._request_jobs:
             app, batch = job.spec.application, static_batch(job)
             try:
                 objectives[app].static(batch)
@@ -368,15 +364,15 @@ class Simulation:
         return job
 
     def _request(self, index: int) -> tuple[str, int, int, str]:
-        """Row ``index``'s request: (application, GPUs, batch, category), all a job's limits,
-        checks and fairness rule read besides its name and arrival."""
+        """Row ``index``'s request (see :func:`_request_of`)."""
         category = self._categories[index] if self._categories is not None else "adaptive"
         return self._apps[index], int(self._replicas[index]), int(self._batches[index]), category
 
     @functools.cached_property
-    def _first_of_each_request(self) -> list[int]:
-        """The first workload row of each distinct request (see :meth:`_request`), in file
-        order: what every per-request check reads (a request's first job is the one named)."""
+    def _request_jobs(self) -> list[Job]:
+        """The first job of each distinct request (see :meth:`_request`), in file order and not
+        arrived: what every per-request check reads (a request's first job is the one named).
+        Made once; the checks only read them."""
         requests = pd.DataFrame(
             {
                 "app": self._apps,
@@ -385,7 +381,7 @@ class Simulation:
                 "category": self._categories or "adaptive",
             }
         )
-        return requests.drop_duplicates().index.tolist()
+        return [self._fresh_job(index) for index in requests.drop_duplicates().index]
 
     def has_started(self) -> bool:
         """Whether :meth:`run` has been called (the policy and agent may then be rebound)."""
@@ -447,17 +443,11 @@ class Simulation:
             return batch, lim.min_replicas or 1, cap, self._restart_delay(job)
 
         # A job never made is as it was made: its rule is its request's (one per request).
-        by_request: dict[tuple, tuple[int | None, int, int, float]] = {}
-        rules = []
-        for index in range(len(self._names)):
-            job = self._made.get(index)
-            if job is not None:
-                rules.append(rule(job))
-                continue
-            request = self._request(index)
-            if request not in by_request:
-                by_request[request] = rule(self._fresh_job(index))
-            rules.append(by_request[request])
+        by_request = {_request_of(job.spec): rule(job) for job in self._request_jobs}
+        rules = [
+            rule(self._made[index]) if index in self._made else by_request[self._request(index)]
+            for index in range(len(self._names))
+        ]
         return functools.partial(
             fairness_table, jobs, cluster.total_gpus, IsolatedTimes(cluster, truth), rules
         )
@@ -525,7 +515,7 @@ class Simulation:
         crashes, reallocations that save nothing) or saves cost time; ``--checkpoint-interval
         auto`` checked against both."""
         nodes_fail = self.nodes.fails
-        saves = [self._save_seconds(self._fresh_job(i)) > 0 for i in self._first_of_each_request]
+        saves = [self._save_seconds(job) > 0 for job in self._request_jobs]
         costly = self._costly_saves = any(saves)
         if self.config.checkpoint_interval == "auto":
             if not costly or not all(saves):
@@ -1063,10 +1053,9 @@ class Simulation:
         """Refuse a job that could not finish within ``MAX_IDEAL_SECONDS`` even alone on its
         requested GPUs at its requested batch, or that asks for more GPUs than one GPU type
         has: its profile (or request) would make the run endless. One estimate per distinct
-        (application, GPUs, batch), on its first job."""
+        request, on its first job."""
         most = self.cluster.max_job_gpus
-        for index in self._first_of_each_request:
-            job = self._fresh_job(index)
+        for job in self._request_jobs:
             spec, profile = job.spec, job.profile
             if self.cluster.mixed and spec.requested_replicas > most:
                 raise InputError(
@@ -1074,7 +1063,6 @@ class Simulation:
                     f"asks for {spec.requested_replicas} GPUs; a job never spans two GPU types "
                     f"and the largest type of this cluster has {most}",
                 )
-            key = (spec.application, spec.requested_replicas, spec.requested_batch)
             lim = profile.limits
             replicas = spec.requested_replicas
             b, s = fixed_batch_config(spec.requested_batch, replicas, lim)
@@ -1086,8 +1074,8 @@ class Simulation:
             if not (np.isfinite(seconds) and seconds <= MAX_IDEAL_SECONDS):
                 raise InputError(
                     f"job {job.name!r}",
-                    f"would need {seconds / 86400:.3g} days alone on {key[1]} GPUs at batch "
-                    f"{key[2]} with the {key[0]!r} profile; at most "
+                    f"would need {seconds / 86400:.3g} days alone on {replicas} GPUs at batch "
+                    f"{spec.requested_batch} with the {spec.application!r} profile; at most "
                     f"{MAX_IDEAL_SECONDS / 86400:.0f} days are simulated (check the profile)",
                 )
 
@@ -1161,3 +1149,9 @@ def _hint_key(hint: Mapping[str, Any] | None) -> Hashable:
 def _category_rule(spec: JobSpec) -> tuple[str, int, int]:
     """(category, requested GPUs, requested batch): what a job's category fixes."""
     return spec.category, spec.requested_replicas, spec.requested_batch
+
+
+def _request_of(spec: JobSpec) -> tuple[str, int, int, str]:
+    """A job's request: (application, GPUs, batch, category), all its limits, checks and
+    fairness rule read besides its name and arrival."""
+    return spec.application, spec.requested_replicas, spec.requested_batch, spec.category

@@ -9,7 +9,6 @@ import html
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from goodput_sim import __version__, plots
@@ -149,9 +148,9 @@ def _claim_html(results: Results) -> str:
             "policy": claim["policy"],
             "vs": claim["baseline"],
             "pairs": claim["pairs"],
-            "avg-JCT reduction": [
-                "-" if np.isnan(x) else f"{x:.1%}" for x in claim["reduction"].astype(float)
-            ],
+            "avg-JCT reduction": claim["reduction"].astype(float).map(
+                lambda x: statistic_text(x, ".1%")
+            ),
             "95% CI": [
                 "" if v.startswith("not paired") else interval_text(a, b, n, "{:.1%}")
                 for a, b, n, v in zip(

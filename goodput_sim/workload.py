@@ -210,7 +210,8 @@ def check_workload(
         bad |= frame["num_replicas"].to_numpy() > max_gpus
     if bad.any():
         row = int(np.argmax(bad))
-        _refuse_job(frame.iloc[row], source, known, largest, max_gpus, lines and lines[row])
+        line = None if lines is None else lines[row]
+        _refuse_job(frame.iloc[row], source, known, largest, max_gpus, line)
     if CATEGORY_COLUMN in frame.columns:
         for row, value in enumerate(frame[CATEGORY_COLUMN]):
             line = None if lines is None else lines[row]

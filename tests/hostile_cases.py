@@ -20,7 +20,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +107,15 @@ def _tree(folder: Path, prefix: str) -> dict[str, str]:
     return out
 
 
-def _set(path: tuple, value: object) -> Callable[[dict], None]:
+def json_paths(data: object, path: tuple = ()) -> Iterator[tuple]:
+    """Every node's key path in a JSON value (the root's is ``()``)."""
+    yield path
+    if isinstance(data, dict | list):
+        for key, value in data.items() if isinstance(data, dict) else enumerate(data):
+            yield from json_paths(value, (*path, key))
+
+
+def set_at(path: tuple, value: object) -> Callable[[dict], None]:
     """A change to a JSON object: ``value`` (or DELETE) at the key path ``path``."""
 
     def change(data: dict) -> None:
@@ -173,37 +181,37 @@ def _manifest_cases(bases: Path) -> list[Case]:
     files = {"w.csv": WORKLOAD}
     args = ["run", "--manifest", "m.json", "--quiet", "--out", "replay"]
     changes = {
-        "config a list": _set(("config",), []),
-        "config.failures a string": _set(("config", "failures"), "x"),
-        "config.failures unknown key": _set(("config", "failures"), {**FAILURES, "bogus": 1}),
-        "config.interval abc": _set(("config", "interval"), "abc"),
-        "config.interval null": _set(("config", "interval"), None),
-        "config.oracle yes": _set(("config", "oracle"), "yes"),
-        "policy without name": _set(("policy", "name"), DELETE),
-        "policy p abc": _set(("policy", "p"), "abc"),
-        "agent missing": _set(("agent",), DELETE),
-        "inputs a list": _set(("inputs",), []),
-        "group nodes -1": _set(("cluster", "groups", 0, "nodes"), -1),
-        "group nodes a": _set(("cluster", "groups", 0, "nodes"), "a"),
-        "group 1.5 GPUs": _set(("cluster", "groups", 0, "gpus_per_node"), 1.5),
-        "group 1e9 GPUs": _set(("cluster", "groups", 0, "gpus_per_node"), 1e9),
-        "group 2e6 nodes": _set(("cluster", "groups", 0, "nodes"), 2_000_000),
-        "empty groups": _set(("cluster", "groups"), []),
-        "seed -1": _set(("seed",), -1),
-        "seed 1.5": _set(("seed",), 1.5),
-        "policy seed -1": _set(("policy", "seed"), -1),
-        "trace entry without duration": _set(
+        "config a list": set_at(("config",), []),
+        "config.failures a string": set_at(("config", "failures"), "x"),
+        "config.failures unknown key": set_at(("config", "failures"), {**FAILURES, "bogus": 1}),
+        "config.interval abc": set_at(("config", "interval"), "abc"),
+        "config.interval null": set_at(("config", "interval"), None),
+        "config.oracle yes": set_at(("config", "oracle"), "yes"),
+        "policy without name": set_at(("policy", "name"), DELETE),
+        "policy p abc": set_at(("policy", "p"), "abc"),
+        "agent missing": set_at(("agent",), DELETE),
+        "inputs a list": set_at(("inputs",), []),
+        "group nodes -1": set_at(("cluster", "groups", 0, "nodes"), -1),
+        "group nodes a": set_at(("cluster", "groups", 0, "nodes"), "a"),
+        "group 1.5 GPUs": set_at(("cluster", "groups", 0, "gpus_per_node"), 1.5),
+        "group 1e9 GPUs": set_at(("cluster", "groups", 0, "gpus_per_node"), 1e9),
+        "group 2e6 nodes": set_at(("cluster", "groups", 0, "nodes"), 2_000_000),
+        "empty groups": set_at(("cluster", "groups"), []),
+        "seed -1": set_at(("seed",), -1),
+        "seed 1.5": set_at(("seed",), 1.5),
+        "policy seed -1": set_at(("policy", "seed"), -1),
+        "trace entry without duration": set_at(
             ("config", "failures"), {**FAILURES, "trace": [{"time": 10, "node": 0}]}
         ),
-        "trace duration -5": _set(
+        "trace duration -5": set_at(
             ("config", "failures"),
             {**FAILURES, "trace": [{"time": 10, "node": 0, "duration": -5}]},
         ),
-        "trace names node 99": _set(
+        "trace names node 99": set_at(
             ("config", "failures"),
             {**FAILURES, "trace": [{"time": 10, "node": 99, "duration": 5}]},
         ),
-        "summary avg_jct abc": _set(("summary", "avg_jct"), "abc"),
+        "summary avg_jct abc": set_at(("summary", "avg_jct"), "abc"),
     }
     cases = [
         Case("manifest", what, args, {**files, "m.json": _json(change)(text)})
@@ -253,11 +261,11 @@ def _folder_cases(bases: Path) -> list[Case]:
         ("rounds.csv", "without nodes_up", _drop("nodes_up")),
         ("rounds.csv", "garbage allocations", _cell("allocations", "zz=@@;;=", 1)),
         ("rounds.csv", "time -1", _cell("time", "-1")),
-        ("manifest.json", "without cluster", _json(_set(("cluster",), DELETE))),
-        ("manifest.json", "inputs a list", _json(_set(("inputs",), []))),
-        ("manifest.json", "config a list", _json(_set(("config",), []))),
-        ("manifest.json", "summary.avg_jct abc", _json(_set(("summary", "avg_jct"), "abc"))),
-        ("manifest.json", "empty summary", _json(_set(("summary",), {}))),
+        ("manifest.json", "without cluster", _json(set_at(("cluster",), DELETE))),
+        ("manifest.json", "inputs a list", _json(set_at(("inputs",), []))),
+        ("manifest.json", "config a list", _json(set_at(("config",), []))),
+        ("manifest.json", "summary.avg_jct abc", _json(set_at(("summary", "avg_jct"), "abc"))),
+        ("manifest.json", "empty summary", _json(set_at(("summary",), {}))),
         ("manifest.json", "not JSON", "{not json"),
         ("manifest.json", "not UTF-8", b"\xff\xfe{}"),
     ]

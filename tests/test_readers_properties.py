@@ -4,7 +4,6 @@ naming the file, never another exception (the hand-picked cases are in ``hostile
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import tempfile
@@ -13,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from hostile_cases import EXPERIMENT
+from hostile_cases import DELETE, EXPERIMENT, json_paths, set_at
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -59,40 +58,6 @@ def saved_run(tmp_path_factory) -> Path:
     return root / "r"
 
 
-def _paths(data, path=()):
-    """Every node's key path in a JSON value (the root's is ``()``)."""
-    yield path
-    items = (
-        data.items()
-        if isinstance(data, dict)
-        else enumerate(data)
-        if isinstance(data, list)
-        else ()
-    )
-    for key, value in items:
-        yield from _paths(value, (*path, key))
-
-
-def _replaced(data, path, value):
-    out = copy.deepcopy(data)
-    if not path:
-        return value
-    node = out
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return out
-
-
-def _dropped(data, path):
-    out = copy.deepcopy(data)
-    node = out
-    for key in path[:-1]:
-        node = node[key]
-    del node[path[-1]]
-    return out
-
-
 def _read(path: Path, text: str | bytes):
     """Write ``text`` to ``path`` and read it as a manifest, then its config and cluster
     records as ``run --manifest`` does."""
@@ -107,10 +72,12 @@ def _read(path: Path, text: str | bytes):
 @given(data=st.data(), value=json_values, drop=st.booleans())
 def test_a_changed_manifest_reads_or_is_refused_in_one_line(saved_run, data, value, drop):
     """One node of a real manifest replaced by any JSON value, or removed."""
-    manifest = json.loads((saved_run / "manifest.json").read_text())
-    nodes = list(_paths(manifest))
-    path = data.draw(st.sampled_from(nodes))
-    changed = _dropped(manifest, path) if drop and path else _replaced(manifest, path, value)
+    changed = json.loads((saved_run / "manifest.json").read_text())
+    path = data.draw(st.sampled_from(list(json_paths(changed))))
+    if path:
+        set_at(path, DELETE if drop else value)(changed)
+    else:
+        changed = value
     with tempfile.TemporaryDirectory() as scratch:
         try:
             read = _read(Path(scratch) / "manifest.json", json.dumps(changed))

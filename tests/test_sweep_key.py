@@ -274,3 +274,18 @@ def test_bad_settings_of_an_experiment_file_get_one_line(typed, tmp_path, extra,
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and message in lines[0], lines
     assert not (tmp_path / "o").exists()
+
+
+def test_the_run_budget_refuses_a_bigger_grid_before_any_run_and_can_be_raised(tmp_path):
+    """``max_runs`` (``--max-runs``) is a budget, not a result: a grid over it is refused with
+    nothing written, and the same grid under a raised budget runs every run."""
+    from goodput_sim.errors import InputError
+
+    jobs = tmp_path / "w.csv"
+    pd.read_csv(bundled_workload()).iloc[:3].to_csv(jobs, index=False)
+    out = tmp_path / "s"
+    grid = {"policies": ["fifo"], "workloads": [jobs], "seeds": (0, 1), "progress": False}
+    with pytest.raises(InputError, match="--max-runs"):
+        sweep(out=out, max_runs=1, cluster="2x4", **grid)
+    assert not out.exists()
+    assert len(sweep(out=out, max_runs=2, cluster="2x4", **grid)) == 2
