@@ -65,20 +65,24 @@ class GoodputModel:
         statistical: bool = True,
         grad_sqr: ArrayLike | None = None,
         grad_var: ArrayLike | None = None,
+        distinct: bool = False,
     ) -> BatchChoice:
         """Best (b, s) for each (nodes, replicas) pair, maximising goodput (or, with
         ``statistical=False``, raw examples per second, the throughput-only objective).
 
         ``grad_sqr``/``grad_var`` optionally give each pair its own gradient statistics (a job
         re-choosing its batch at each upcoming epoch); by default the model's are used. One
-        pair with many statistics shares one candidate grid.
+        pair with many statistics shares one candidate grid. Many pairs that repeat are solved
+        once each, unless the caller knows them ``distinct``.
         """
         nodes, replicas = np.broadcast_arrays(
             np.atleast_1d(np.asarray(nodes, dtype=np.float64)),
             np.atleast_1d(np.asarray(replicas, dtype=np.float64)),
         )
         per_pair = grad_sqr is not None
-        if nodes.size > 64 and not per_pair:  # many allocations repeat: solve each pair once
+        if nodes.size > 64 and not (
+            per_pair or distinct
+        ):  # many allocations repeat: solve each pair once
             pairs, inverse = np.unique(
                 np.stack([nodes, replicas], axis=1), axis=0, return_inverse=True
             )

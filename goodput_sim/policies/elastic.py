@@ -88,6 +88,7 @@ class ElasticPolicy(Policy):
         # configurations share fitted parameters (:class:`goodput_sim.jobs.FitMemo`), and so
         # their best goodputs.
         self._best_goodputs = functools.lru_cache(maxsize=4096)(best_goodputs)
+        self._base_goodput = functools.lru_cache(maxsize=4096)(base_goodput)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         problem = self.problem(snapshot)
@@ -151,9 +152,9 @@ class ElasticPolicy(Policy):
             return speedup_table(lambda n, r: r / fair, cap, shape[1], shape[0])
         belief = job.belief.version if self.statistical else job.belief.fits
         cached = self._speedup_cache[job.name]
+        if not self.statistical:
+            model = without_statistics(model)
         if cached.get("best", (None,))[0] != (belief, cap, shape):
-            if not self.statistical:
-                model = without_statistics(model)
             values = self._best_goodputs(model, self.statistical, cap, shape[1], shape[0])
             cached["best"] = ((belief, cap, shape), values)
         if cached.get("base", (None,))[0] != (belief, fair, shape):
@@ -162,7 +163,7 @@ class ElasticPolicy(Policy):
             if fair < best.shape[1]:  # already computed (its row 2 stands for any multi-node)
                 base = best[min(nodes, 2), fair]
             else:
-                base = model.optimize(nodes, fair, self.statistical).goodput[0]
+                base = self._base_goodput(model, self.statistical, nodes, fair)
             cached["base"] = ((belief, fair, shape), base)
         return cached["best"][1] / cached["base"][1]
 
@@ -187,10 +188,19 @@ def best_goodputs(
     """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only), on nodes of
     at most ``largest_node`` GPUs, several of them if ``nodes_up`` >= 2."""
     table = speedup_table(
-        lambda n, r: model.optimize(n, r, statistical).goodput, cap, nodes_up, largest_node
+        lambda n, r: model.optimize(n, r, statistical, distinct=True).goodput,
+        cap,
+        nodes_up,
+        largest_node,
     )
     table.flags.writeable = False
     return table
+
+
+def base_goodput(model: GoodputModel, statistical: bool, nodes: int, gpus: int) -> float:
+    """A job's best goodput (or throughput) on ``gpus`` GPUs over ``nodes`` nodes: its value at
+    a fair share, when that is beyond its speedup table."""
+    return model.optimize(nodes, gpus, statistical).goodput[0]
 
 
 @register("pollux")

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import linprog
 from scipy.sparse import coo_array, csr_array, hstack, vstack
 
 _TINY = 1e-9  # throughput at or below this fraction of the job's best counts as "cannot run"
@@ -122,6 +121,8 @@ def max_min_fair_allocation(
     maximises the minimum normalised throughput, then the total (module notes). Rounded to
     1e-9, clipped to [0, 1], deterministic. Raises ``ValueError`` on bad input.
     """
+    from scipy.optimize import linprog  # slow import, needed only by these allocations
+
     thr, reps, cap = _validated(throughput, replicas, capacity)
     num_jobs, num_types = thr.shape
     eff = _effective(thr, reps, cap)
@@ -192,6 +193,8 @@ def max_sum_throughput_allocation(
     solver would give one of them everything. Rounded to ``decimals`` (the artifact's 5) and
     clipped to [0, 1]; deterministic. Raises ``ValueError`` on bad input.
     """
+    from scipy.optimize import linprog  # slow import, needed only by these allocations
+
     thr, reps, cap = _validated(throughput, replicas, capacity)
     num_jobs, num_types = thr.shape
     x = np.zeros((num_jobs, num_types))
