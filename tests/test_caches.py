@@ -221,7 +221,7 @@ def test_sia_goodputs_follow_the_belief_model():
     values = []
     for belief, n, g, cap in cases:
         cap = belief.goodput_model.init_batch_size if cap == "M0" else cap
-        got = policy._goodputs("job", "aws", belief, n, g, cap)
+        got = policy._goodputs(belief, n, g, cap)
         model = belief.goodput_model
         if cap is not None:
             model = dataclasses.replace(model, max_batch_size=cap)
@@ -229,6 +229,19 @@ def test_sia_goodputs_follow_the_belief_model():
         assert not got.flags.writeable
         values.append(got.tobytes())
     assert len(set(values)) == len(values)
+
+
+def test_sia_goodputs_are_shared_by_equal_models_only():
+    """Jobs whose beliefs price the same model at the same shapes share one computation (the
+    memo is keyed by the model and shapes, not by the job); any other model is computed anew."""
+    nodes, gpus = np.array([1, 1, 2]), np.array([1, 4, 8])
+    policy = Sia()
+    first = policy._goodputs(belief_view(), nodes, gpus, None)
+    assert policy._goodputs(belief_view(), nodes, gpus, None) is first
+    assert policy._goodputs_at.cache_info().misses == 1
+    other = policy._goodputs(belief_view(sqr=2.0, var=1.0), nodes, gpus, None)
+    assert policy._goodputs_at.cache_info().misses == 2 and other is not first
+    assert Sia()._goodputs_at is not policy._goodputs_at  # one memo per policy, per simulation
 
 
 # ------------------------------------------------------------------------------- elastic

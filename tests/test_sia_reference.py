@@ -76,8 +76,8 @@ def test_pricing_stops_at_the_requested_batch():
     The cache keeps the two prices apart."""
     sia, belief = Sia(), _Belief(_model(4096))
     nodes, gpus = np.array([1, 1, 2]), np.array([1, 4, 16])
-    capped = sia._goodputs("j", "aws", belief, nodes, gpus, 256)
-    free = sia._goodputs("j", "aws", belief, nodes, gpus, None)
+    capped = sia._goodputs(belief, nodes, gpus, 256)
+    free = sia._goodputs(belief, nodes, gpus, None)
     assert np.all(capped <= free + 1e-12) and np.any(capped < free)
     alone = _model(4096).optimize(nodes, gpus)
     only = _model(256).optimize(nodes, gpus)

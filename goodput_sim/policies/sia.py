@@ -28,6 +28,7 @@ Decisions on the reference's quirks (Sia SPEC 10) are listed in the README.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,7 +141,10 @@ class Sia(Policy):
 
             raise InputError("--param", "sia needs a fairness power p other than 0")
         self._previous: dict[str, Config] = {}
-        self._models: dict[tuple, tuple] = {}
+        # Memoised per policy (one per simulation) by everything the values are computed from:
+        # jobs whose beliefs are equal (one application, the same fits and statistics) and a
+        # type's values projected onto another's shapes share them.
+        self._goodputs_at = functools.lru_cache(maxsize=16384)(_best_goodputs_at)
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = list(snapshot.jobs)
@@ -150,8 +154,6 @@ class Sia(Policy):
         if not jobs or not configs:
             return Decision({})
         self._previous = {j.name: self._previous[j.name] for j in jobs if j.name in self._previous}
-        names = {j.name for j in jobs}
-        self._models = {k: v for k, v in self._models.items() if k[0] in names}
         index = {c: k for k, c in enumerate(configs)}
         shapes = _shapes(configs)
         on_type = {t: type_nodes(snapshot.cluster, t) for t in snapshot.cluster.type_order}
@@ -211,32 +213,23 @@ class Sia(Policy):
         cap = job.requested_batch if self.values["price_batch"] == "requested" else None
         for gpu_type, (mine, nodes, gpus) in shapes.items():
             if gpu_type in known:
-                row[mine] = self._goodputs(job.name, gpu_type, beliefs[gpu_type], nodes, gpus, cap)
+                row[mine] = self._goodputs(beliefs[gpu_type], nodes, gpus, cap)
             else:  # projected from the source type (Sia's bootstrap rule)
                 nodes = on_type[source].packed_node_counts(gpus)
                 ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
-                found = self._goodputs(job.name, source, beliefs[source], nodes, gpus, cap)
+                found = self._goodputs(beliefs[source], nodes, gpus, cap)
                 row[mine] = found * ratio
         smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0
         return np.maximum(row / smallest, EPSILON)
 
-    def _goodputs(
-        self, name: str, gpu_type: str, belief, nodes: NDArray, gpus: NDArray, cap: int | None
-    ):
+    def _goodputs(self, belief, nodes: NDArray, gpus: NDArray, cap: int | None) -> NDArray:
         """The belief's best goodputs at these shapes, over batches up to ``cap`` (None: the
-        application's largest), kept per (job, type, shapes) and valid while the goodput model
-        priced (every value they are computed from, the cap included) is equal (a type's own
-        shapes and those projected from it are kept apart)."""
-        key = (name, gpu_type, tuple(nodes), tuple(gpus))
+        application's largest), memoised by the goodput model priced (every value they are
+        computed from, the cap included) and the shapes."""
         model = belief.goodput_model
         if cap is not None:
             model = dataclasses.replace(model, max_batch_size=cap)
-        cached = self._models.get(key)
-        if cached is None or cached[0] != model:
-            values = np.array(model.optimize(nodes, gpus, True).goodput, dtype=float)
-            values.flags.writeable = False
-            cached = self._models[key] = (model, values)
-        return cached[1]
+        return self._goodputs_at(model, tuple(nodes.tolist()), tuple(gpus.tolist()))
 
     def _allowed(
         self, job: JobView, configs: list[Config], cluster: ClusterSpec
@@ -394,3 +387,10 @@ def _shape(job: JobView, cluster: ClusterSpec) -> Config | None:
         return None
     gpu_type = cluster.gpu_types[int(used[0])]
     return Config(gpu_type, len(used), int(job.allocation.sum()))
+
+
+def _best_goodputs_at(model, nodes: tuple[int, ...], gpus: tuple[int, ...]) -> NDArray:
+    """``model``'s best goodput at each (nodes, GPUs) shape (read-only)."""
+    values = np.array(model.optimize(np.array(nodes), np.array(gpus), True).goodput, dtype=float)
+    values.flags.writeable = False
+    return values
