@@ -148,9 +148,9 @@ def _claim_html(results: Results) -> str:
             "policy": claim["policy"],
             "vs": claim["baseline"],
             "pairs": claim["pairs"],
-            "avg-JCT reduction": claim["reduction"].astype(float).map(
-                lambda x: statistic_text(x, ".1%")
-            ),
+            "avg-JCT reduction": claim["reduction"]
+            .astype(float)
+            .map(lambda x: statistic_text(x, ".1%")),
             "95% CI": [
                 "" if v.startswith("not paired") else interval_text(a, b, n, "{:.1%}")
                 for a, b, n, v in zip(
