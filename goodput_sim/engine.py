@@ -71,6 +71,7 @@ from goodput_sim.workload import job_category
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
 DEFAULT_CHECKPOINT_SECONDS = 1800.0  # when neither the run nor the profile sets one
+PLAN_MEMO_SIZE = 4096  # plans kept for sharing (a few kilobytes each)
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,9 @@ class Simulation:
         self._checkpointing = self._checkpoint_setup()
         self._speeds: dict[tuple[str, str], Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
+        # Plans by everything they are computed from (jobs of one application on equal
+        # allocations with equal fits plan alike), oldest first, at most PLAN_MEMO_SIZE.
+        self._plans: dict[tuple, tuple[NDArray, ...]] = {}
         self._several_shapes = len({g.gpus_per_node for g in self.cluster.groups}) > 1
         # Event-driven rounds: the last decision stands until this time while no job arrives,
         # finishes or loses its GPUs and the offline nodes stay these.
@@ -947,8 +951,31 @@ class Simulation:
         if job.plan is not None and job.plan.key == key:
             return
         profile = job.profile
-        epochs = np.arange(job.epoch, profile.limits.max_epochs)
         batch = job.total_batch or profile.limits.init_batch_size
+        agent_key = self.agent.plan_key(
+            belief, job.spec.requested_batch, job.nodes_used, job.replicas
+        )
+        memo = None
+        if agent_key is not None:  # everything the plan is computed from
+            memo = (agent_key, _hint_key(hint), profile, batch, job.epoch, job.layout)
+            memo += (job.slowdown, job.work is None)
+        arrays = self._plans.get(memo) if memo is not None else None
+        if arrays is None:
+            arrays = self._plan_arrays(job, belief, hint, batch)
+            if memo is not None:
+                self._plans[memo] = arrays
+                if len(self._plans) > PLAN_MEMO_SIZE:
+                    del self._plans[next(iter(self._plans))]  # the oldest
+        local_bsz, accum = arrays[0], arrays[1]
+        job.plan = Plan(key, job.epoch, *arrays)
+        job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
+        job.last_batch = job.total_batch
+
+    def _plan_arrays(self, job: Job, belief, hint, batch: int) -> tuple[NDArray, ...]:
+        """A plan's per-epoch arrays (read-only: equal inputs share them): per-GPU batch,
+        accumulation, progress rate, step and sync seconds, examples per second."""
+        profile = job.profile
+        epochs = np.arange(job.epoch, profile.limits.max_epochs)
         # The gradient statistics the job will measure in each upcoming epoch, for agents that
         # re-choose their batch every epoch (each epoch's are passed explicitly, so the plan
         # need not change with the belief's current statistics).
@@ -964,9 +991,10 @@ class Simulation:
         )
         if job.work is not None:  # lr-aware: the work is examples
             rate = total / iteration
-        job.plan = Plan(key, job.epoch, local_bsz, accum, rate, step, sync, total / iteration)
-        job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
-        job.last_batch = job.total_batch
+        arrays = (local_bsz, accum, rate, step, sync, total / iteration)
+        for array in arrays:
+            array.flags.writeable = False
+        return arrays
 
     def _advance(self, jobs: list[Job], start: float, end: float) -> None:
         """Move every running job in ``jobs`` from ``start`` to ``end`` (noting, where nodes

@@ -16,7 +16,7 @@ from test_measured_profile import write_measurements
 from goodput_sim.agents import get_agent
 from goodput_sim.agents.adaptive import _fastest_config, without_statistics
 from goodput_sim.agents.tail import _noise_blind_plan
-from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement
+from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement, parse_cluster
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.jobs import BeliefView, FitMemo, JobBelief
 from goodput_sim.models.goodput import fixed_batch_config
@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
 # Two GPU types of two node sizes: 4-GPU aws nodes and one 8-GPU rtx node.
 TYPED = ClusterSpec((NodeGroup(2, 4, "aws"), NodeGroup(1, 8, "rtx")))
+PLAIN = parse_cluster("16x4")
 # aws nodes of 8 and 2 GPUs: which are up changes a job's best placement.
 UNEQUAL = ClusterSpec((NodeGroup(1, 8, "aws"), NodeGroup(1, 2, "aws"), NodeGroup(1, 8, "rtx")))
 JOBS = pd.DataFrame(
@@ -112,6 +113,9 @@ class Forgetful(dict):
 
     def __contains__(self, key) -> bool:
         return False
+
+    def get(self, key, default=None):
+        return default
 
 
 # ------------------------------------------------------------------------------- optimus
@@ -398,6 +402,47 @@ def test_a_plan_is_remade_when_what_it_depends_on_changes(typed):
     sim._switch_type(job)
     sim._ensure_plan(job, None)
     assert job.plan is not plan and job.plan.key[-1] == "rtx"
+
+
+@pytest.mark.parametrize(
+    "policy, cluster",
+    [("goodput", PLAIN), ("throughput", PLAIN), ("sia", TYPED)],
+    ids=["goodput", "throughput", "sia-typed"],
+)
+def test_shared_plans_change_no_result(policy, cluster, plain, typed):
+    """Plans shared between jobs and rounds with equal inputs give the results of plans made
+    afresh every time (each adaptive agent, one GPU type and two)."""
+    profiles = typed if cluster is TYPED else plain
+    runs = []
+    for memo in (dict, Forgetful):
+        sim = Simulation(JOBS, profiles, get_policy(policy), cluster, SimConfig(horizon=40000.0))
+        sim._plans = memo()
+        runs.append(sim.run())
+    assert table(runs[0]) == table(runs[1])
+
+
+def test_plans_are_shared_only_when_every_input_is_equal(plain):
+    """Two jobs of one application on equal allocations with equal fits share one read-only
+    plan; another epoch, slowdown or allocation makes its own."""
+    twins = pd.DataFrame(
+        [("a", 0, "cifar10", 2, 256), ("b", 0, "cifar10", 2, 256)], columns=COLUMNS
+    )
+    sim = Simulation(twins, plain, get_policy("goodput"), PLAIN)
+    a, b = sim._fresh_job(0), sim._fresh_job(1)
+    for job in (a, b):
+        job.assign(np.array([2] + [0] * 15, dtype=np.int64))
+        sim._ensure_plan(job, None)
+    assert a.plan.rate is b.plan.rate and not a.plan.rate.flags.writeable
+    for change in (
+        lambda job: setattr(job, "epoch", 1),
+        lambda job: setattr(job, "slowdown", 0.25),
+        lambda job: job.assign(np.array([1, 1] + [0] * 14, dtype=np.int64)),
+    ):
+        other = sim._fresh_job(1)
+        other.assign(np.array([2] + [0] * 15, dtype=np.int64))
+        change(other)
+        sim._ensure_plan(other, None)
+        assert other.plan.rate is not a.plan.rate
 
 
 def test_type_speeds_and_truth_views_are_per_application_and_run(typed):

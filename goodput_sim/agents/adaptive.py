@@ -37,11 +37,19 @@ def _unadapted(belief, replicas, shape):
     return None
 
 
+def _model_key(belief, requested_batch, nodes, replicas):
+    """What both adaptive agents' plans depend on besides the per-epoch statistics: the limits,
+    the fitted model (its own statistics are not read), and the allocation's shape."""
+    model = belief.goodput_model
+    return belief.limits, None if model is None else without_statistics(model), nodes, replicas
+
+
 @register_agent
 class GoodputAgent(BatchAgent):
     """Goodput-maximising batch and accumulation at every upcoming epoch (Pollux)."""
 
     name = "goodput"
+    plan_key = staticmethod(_model_key)
 
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
         fixed = _unadapted(belief, replicas, np.shape(grad_sqr))
@@ -56,6 +64,7 @@ class ThroughputAgent(BatchAgent):
     """Batch and accumulation with the most examples per second (throughput-only)."""
 
     name = "throughput"
+    plan_key = staticmethod(_model_key)
 
     def __init__(self, **values):
         super().__init__(**values)

@@ -59,6 +59,14 @@ class BatchAgent(SimulationBound, ABC):
         statistics the job will measure then (an adaptive job re-chooses its batch at every
         epoch, SPEC 5.3); ``hint`` is the policy's optional per-job hint."""
 
+    def plan_key(
+        self, belief: BeliefView, requested_batch: int, nodes: int, replicas: int
+    ) -> Hashable | None:
+        """Everything :meth:`configs` reads besides the per-epoch statistics and the hint, for
+        the engine to share one plan between jobs and rounds whose inputs are equal; None (the
+        default) when the agent does not say, and plans are not shared."""
+        return None
+
     def depends_on(self, belief: BeliefView) -> Hashable:
         """What of the belief the choice depends on (part of the engine's plan key): by default
         the fitted throughput parameters, which change with every refit."""
