@@ -129,8 +129,12 @@ class SimResult:
 
     @functools.cached_property
     def fairness(self) -> pd.DataFrame | None:
-        """Each job's rho (None where the run's progress model has no isolated time)."""
-        return None if self.fairness_source is None else self.fairness_source()
+        """Each job's rho (None where the run's progress model has no isolated time), on one
+        BLAS thread as the run itself (the isolated times' first interpolations are small)."""
+        if self.fairness_source is None:
+            return None
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self.fairness_source()
 
     @functools.cached_property
     def summary(self) -> dict:

@@ -439,3 +439,32 @@ def test_oracle_changes_goodput_decisions(profiles):
     first_alloc = {k: r.loc[r["gpus_in_use"] > 0, "gpus_in_use"].iloc[0] for k, r in runs.items()}
     assert first_alloc[False] == 1
     assert first_alloc[True] > 1
+
+
+def blas_threads() -> set[int]:
+    """Threads of every BLAS library loaded (empty if none reports)."""
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+def test_fairness_and_cli_commands_run_on_one_blas_thread(monkeypatch):
+    """Outside the run itself, too: OpenBLAS's threads spin on the other cores when the
+    machine is busy (a workload-6 command took up to 23 s of CPU instead of 5)."""
+    from click.testing import CliRunner
+    from threadpoolctl import threadpool_limits
+
+    from goodput_sim import cli
+
+    result = api.run("fifo", pd.read_csv(api.bundled_workload()).head(2))
+    result.fairness_source = blas_threads
+    seen = []
+    command = cli.main.get_command(None, "run")
+    monkeypatch.setattr(command, "callback", lambda **kwargs: seen.append(blas_threads()))
+    with threadpool_limits(limits=2, user_api="blas"):  # the tests themselves run on one
+        if blas_threads() != {2}:
+            pytest.skip("no BLAS library here takes a thread count")
+        assert result.fairness == {1}
+        outcome = CliRunner().invoke(cli.main, ["run", "--policy", "fifo"])
+    assert outcome.exit_code == 0, outcome.output
+    assert seen == [{1}]
