@@ -80,9 +80,8 @@ class GoodputModel:
             np.atleast_1d(np.asarray(replicas, dtype=np.float64)),
         )
         per_pair = grad_sqr is not None
-        if nodes.size > 64 and not (
-            per_pair or distinct
-        ):  # many allocations repeat: solve each pair once
+        # Many allocations repeat: solve each pair once.
+        if nodes.size > 64 and not (per_pair or distinct):
             pairs, inverse = np.unique(
                 np.stack([nodes, replicas], axis=1), axis=0, return_inverse=True
             )

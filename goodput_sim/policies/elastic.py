@@ -152,9 +152,9 @@ class ElasticPolicy(Policy):
             return speedup_table(lambda n, r: r / fair, cap, shape[1], shape[0])
         belief = job.belief.version if self.statistical else job.belief.fits
         cached = self._speedup_cache[job.name]
-        if not self.statistical:
-            model = without_statistics(model)
         if cached.get("best", (None,))[0] != (belief, cap, shape):
+            if not self.statistical:  # equal fits then share memoised values
+                model = without_statistics(model)
             values = self._best_goodputs(model, self.statistical, cap, shape[1], shape[0])
             cached["best"] = ((belief, cap, shape), values)
         if cached.get("base", (None,))[0] != (belief, fair, shape):
@@ -162,7 +162,7 @@ class ElasticPolicy(Policy):
             best = cached["best"][1]
             if fair < best.shape[1]:  # already computed (its row 2 stands for any multi-node)
                 base = best[min(nodes, 2), fair]
-            else:
+            else:  # throughput-only values ignore the model's statistics
                 base = self._base_goodput(model, self.statistical, nodes, fair)
             cached["base"] = ((belief, fair, shape), base)
         return cached["best"][1] / cached["base"][1]

@@ -39,7 +39,6 @@ from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.placement import type_nodes
-from goodput_sim.policies.sia_milp import solve_sia_milp
 
 EPSILON = 1e-4  # the value of a configuration nothing is known about ("zero-allocation gain")
 CLIP = 3000.0
@@ -175,6 +174,8 @@ class Sia(Policy):
         capacity = snapshot.cluster.type_capacity()
         minimise = self.values["p"] < 0
         args = (values, type_of, gpus, capacity, self.values["lambda_n"], minimise)
+        from goodput_sim.policies.sia_milp import solve_sia_milp  # loads scipy.optimize (slow)
+
         try:
             result = solve_sia_milp(*args, pinned=pinned, allowed=allowed)
         except ValueError:  # a pinned configuration no longer fits (a node failed): unpin

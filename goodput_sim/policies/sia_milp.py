@@ -18,14 +18,11 @@ import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
-
-if TYPE_CHECKING:  # scipy.optimize is a slow import, loaded when a program is first solved
-    from scipy.optimize import Bounds, LinearConstraint, OptimizeResult
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, linprog, milp
 
 __all__ = ["SiaMilpResult", "assignment_objective", "solve_sia_milp"]
 
@@ -132,8 +129,6 @@ def solve_sia_milp(
     alone = _each_at_its_best(inst, minimise, cells)
     if alone is not None:  # every job's own best fits at once: that is the optimum
         return SiaMilpResult(alone, assignment_objective(inst.value, alone, inst.lambda_n), OPTIMAL)
-    from scipy.optimize import Bounds
-
     cost = _scaled((inst.value - inst.lambda_n).ravel()[cells])
     bounds = _bounds(inst)
     bounds = Bounds(bounds.lb[cells], bounds.ub[cells])
@@ -306,8 +301,6 @@ def _constraints(inst: _Instance, cells: NDArray[np.int64]) -> LinearConstraint:
     """Rows 0..J-1: one configuration per job; rows J..J+T-1: GPUs per type within capacity.
 
     Variable ``k`` is ``X[i, c]`` for the flat cell ``cells[k] = i * C + c``."""
-    from scipy.optimize import LinearConstraint
-
     jobs, configs = inst.jobs, inst.configs
     job_of, config_of = np.divmod(cells, configs)
     columns = np.arange(len(cells))
@@ -331,8 +324,6 @@ def _scaled(cost: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _bounds(inst: _Instance) -> Bounds:
-    from scipy.optimize import Bounds
-
     lower = np.zeros((inst.jobs, inst.configs))
     for job, config in inst.pinned.items():
         lower[job, config] = 1.0
@@ -345,8 +336,6 @@ def _integral_relaxation(
 ) -> OptimizeResult | None:
     """The linear relaxation's optimum when it is integral (then it is the integer optimum
     too, found without branching; most rounds' programs are such), else None."""
-    from scipy.optimize import linprog
-
     with _native_stdout_silenced():
         res = linprog(
             cost,
@@ -382,8 +371,6 @@ def _native_stdout_silenced() -> Iterator[None]:
 def _run_highs(
     cost: NDArray, constraints: LinearConstraint, bounds: Bounds, time_limit: float | None
 ) -> OptimizeResult:
-    from scipy.optimize import milp
-
     options: dict[str, object] = {"presolve": True, "mip_rel_gap": 0.0, **_HIGHS_EXTRA_OPTIONS}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
