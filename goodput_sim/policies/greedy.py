@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -65,94 +63,45 @@ def greedy_counts(
     none): another cost table that differs from ``cost`` only on watched entries makes the same
     moves up to there, so its run can resume from them.
 
-    Each job's best move is kept in a heap; a move changes only the moved job's best, and free
-    GPUs only shrink, so a best move that no longer fits is replaced when it reaches the top.
-    """
-    jobs, width = cost.shape
-    grid = np.arange(width)
-    now = [0] * jobs if counts is None else [int(c) for c in counts]
-    free = total_gpus - sum(now)
-    diverged = None
+    A move changes only the moved job's best, and free GPUs only shrink, so a best move that no
+    longer fits is replaced when it comes first (compiled: :mod:`.kernels`)."""
+    from goodput_sim.policies.kernels import greedy_counts_kernel
 
-    def best_move(j: int, limit: int) -> tuple[float, int, int] | None:
-        """(-drop per GPU, job, target) of job ``j``'s best move adding at most ``limit``."""
-        start, stop = now[j], min(width, now[j] + limit + 1)
-        if stop <= start + 1:
-            return None
-        drops = (cost[j, start] - cost[j, start + 1 : stop]) / grid[1 : stop - start]
-        k = int(drops.argmax())
-        return (-float(drops[k]), j, start + 1 + k) if drops[k] > -np.inf else None
+    jobs = cost.shape[0]
+    now = np.zeros(jobs, dtype=np.int64) if counts is None else np.array(counts, dtype=np.int64)
+    mask = _NO_WATCH if watch is None else np.ascontiguousarray(watch, dtype=np.bool_)
+    table = np.ascontiguousarray(cost, dtype=np.float64)
+    now, diverged, found = greedy_counts_kernel(
+        table, int(total_gpus), now, mask, watch is not None
+    )
+    return now, diverged if found else None
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        heap = [move for j in range(jobs) if (move := best_move(j, width)) is not None]
-        heapq.heapify(heap)
-        while free > 0 and heap:
-            negative_drop, j, target = heap[0]
-            if target - now[j] > free:
-                move = best_move(j, free)
-                if move is None:
-                    heapq.heappop(heap)
-                else:
-                    heapq.heapreplace(heap, move)
-                continue
-            if not -negative_drop > 1e-12:
-                break
-            if diverged is None and watch is not None and watch[j, target]:
-                diverged = np.array(now, dtype=np.int64)
-            free -= target - now[j]
-            now[j] = target
-            move = best_move(j, width)
-            if move is None:
-                heapq.heappop(heap)
-            else:
-                heapq.heapreplace(heap, move)
-    return np.array(now, dtype=np.int64), diverged
+
+_NO_WATCH = np.zeros((1, 1), dtype=np.bool_)
 
 
 def place(
     problem: AllocationProblem, counts: NDArray[np.int64], keep_rows: bool = True
 ) -> NDArray[np.int64]:
     """Rows for the chosen counts; counts that cannot be placed shrink until they fit. With
-    ``keep_rows`` jobs whose count is unchanged keep their current row."""
-    g = problem.largest_node
+    ``keep_rows`` jobs whose count is unchanged keep their current row.
+
+    The others, most GPUs first (ties to the lowest job), take the best-fit node (fewest free
+    GPUs that hold them, then lowest id) if one node holds them, else the fullest open nodes
+    (not taken by another distributed job; ties to the lowest id), which keeps the job on as
+    few nodes as possible (compiled: :mod:`.kernels`)."""
+    from goodput_sim.policies.kernels import place_kernel
+
     current = problem.current
     keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
-    allocation = np.where(keep[:, None], current, 0)
-    free = problem.capacity - allocation.sum(axis=0)
-    avoid = problem.interference_avoidance
+    allocation = np.where(keep[:, None], current, 0).astype(np.int64)
+    free = (problem.capacity - allocation.sum(axis=0)).astype(np.int64)
+    avoid = bool(problem.interference_avoidance)
     taken = distributed_cells(allocation).any(axis=0) & avoid
-    wanted = counts.tolist()
-    order = sorted(np.flatnonzero(~keep & (counts > 0)).tolist(), key=lambda j: (-wanted[j], j))
-    for j in order:
-        # The most GPUs that fit: on one node (at most g), or across the open nodes.
-        open_gpus = int(free[~taken].sum())
-        replicas = min(wanted[j], max(open_gpus, min(g, int(free.max(initial=0)))))
-        if replicas > 0:
-            nodes, gpus = _pack(replicas, free, taken, g)
-            allocation[j, nodes] = gpus
-            free[nodes] -= gpus
-            taken[nodes] |= avoid and len(nodes) > 1
-    return allocation
-
-
-def _pack(
-    replicas: int, free: NDArray[np.int64], taken: NDArray[np.bool_], g: int
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Nodes and GPUs for ``replicas`` GPUs (which fit): the best-fit node (fewest free GPUs
-    that hold them, then lowest id) if one node holds them, else the fullest-free open nodes
-    (not ``taken`` by another distributed job; ties to the lowest id), which keeps the job on
-    as few nodes as possible."""
-    if replicas <= g:
-        fits = np.flatnonzero(free >= replicas)
-        if len(fits):
-            return fits[np.argmin(free[fits])][None], np.array([replicas])
-    open_nodes = np.flatnonzero((free > 0) & ~taken)
-    order = open_nodes[np.lexsort((open_nodes, -free[open_nodes]))]
-    filled = np.cumsum(free[order])
-    last = int(np.searchsorted(filled, replicas))
-    gpus = free[order[: last + 1]].copy()
-    gpus[last] = replicas - (filled[last - 1] if last else 0)
-    return order[: last + 1], gpus
+    wanted = np.asarray(counts, dtype=np.int64)
+    moving = np.flatnonzero(~keep & (counts > 0))
+    order = moving[np.lexsort((moving, -wanted[moving]))]
+    return place_kernel(allocation, free, taken, order, wanted, problem.largest_node, avoid)
 
 
 def solve_greedy(problem: AllocationProblem, total_gpus: int) -> NDArray[np.int64]:

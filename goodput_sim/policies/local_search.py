@@ -27,83 +27,32 @@ def _best_transfer(problem, best, cost):
 
     Every quantity a move changes (the two jobs' GPUs, nodes used and changed-row flags, and
     the number of distributed jobs on the nodes involved) is computed per move from per-job and
-    per-node counts, so scoring costs O(moves) whatever the cluster size. With more jobs than
-    ``problem.candidates``, receivers and givers are that many jobs each: those one more GPU
-    helps most and one fewer hurts least."""
-    jobs = best.shape[0]
-    capacity = problem.capacity
-    current = problem.current
-    used = best > 0
-    free = capacity - best.sum(axis=0)
-    count = used.sum(axis=1)
-    distributed = count > 1
-    crowd = (used & distributed[:, None]).sum(axis=0)
-    home = np.argmax(used, axis=1)  # the node of a single-node job
-    differ = (best != current).sum(axis=1)
-    replicas = best.sum(axis=1)
-    receivers, givers = _movers(problem, cost, replicas, count)
-    # Candidate moves; nodes that look alike are listed once: among nodes with free GPUs, one
-    # per (free, distributed jobs) class plus the receiver's own; among a giver's nodes, only
-    # the first it fills completely.
-    open_nodes = np.flatnonzero(free > 0)
-    node_class = free[open_nodes] * (jobs + 1) + crowd[open_nodes]  # crowd <= jobs
-    _, first = np.unique(node_class, return_index=True)
-    representatives = open_nodes[np.sort(first)]
-    own, own_n = np.nonzero(used[receivers] & (free > 0)[None, :])
-    add_b = np.concatenate([np.repeat(receivers, len(representatives)), receivers[own]])
-    add_n = np.concatenate([np.tile(representatives, len(receivers)), own_n])
-    full = best[givers] == capacity[None, :]
-    cells = used[givers] & (~full | (full & (np.cumsum(full, axis=1) == 1)))
-    give_i, give_n = np.nonzero(cells)
-    give_a = givers[give_i]
-    take_b = np.tile(receivers, len(give_a))
-    give_a, give_n = np.repeat(give_a, len(receivers)), np.repeat(give_n, len(receivers))
-    other = take_b != give_a
-    giver = np.concatenate([np.full(len(add_b), -1), give_a[other]])
-    receiver = np.concatenate([add_b, take_b[other]])
-    node = np.concatenate([add_n, give_n[other]])
-    a = np.maximum(giver, 0)
-    available = np.where(giver >= 0, best.ravel()[a * best.shape[1] + node], free[node])
-    # Each candidate moves one GPU, or all available ones where that is more than one.
-    several = available > 1
-    moves = np.stack([giver, receiver, node, a])
-    giver, receiver, node, a = np.concatenate([moves, moves[:, several]], axis=1)
-    gives = giver >= 0
-    amount = np.concatenate([np.ones(len(available), dtype=np.int64), available[several]])
-    if not len(amount):
+    per-node counts (:func:`goodput_sim.policies.kernels.transfer_moves`), so scoring costs
+    O(moves) whatever the cluster size. Nodes that look alike are tried once: among nodes with
+    free GPUs, one per (free, distributed jobs) class plus the receiver's own; among a giver's
+    nodes, only the first it fills completely. With more jobs than ``problem.candidates``,
+    receivers and givers are that many jobs each: those one more GPU helps most and one fewer
+    hurts least. The first of equally good moves wins."""
+    from goodput_sim.policies.kernels import transfer_moves
+
+    receivers, givers = _movers(problem, cost, best.sum(axis=1), (best > 0).sum(axis=1))
+    moves = transfer_moves(
+        best,
+        problem.current,
+        problem.capacity,
+        receivers,
+        givers,
+        problem.caps,
+        bool(problem.interference_avoidance),
+    )
+    if not moves.shape[1]:
         return None, 0.0
-    b = receiver
-    # Per-cell values are read through flat indices (much cheaper than 2-D fancy indexing).
-    nodes = best.shape[1]
-    cell_b, cell_a = b * nodes + node, a * nodes + node
-    used_flat, best_flat, current_flat = used.ravel(), best.ravel(), current.ravel()
-    # Receiver after the move.
-    had = used_flat[cell_b]
-    held_b, current_b = best_flat[cell_b], current_flat[cell_b]
-    count_b = count[b] + ~had
-    dist_b = count_b > 1
-    differ_b = differ[b] - (held_b != current_b) + (held_b + amount != current_b)
-    # Giver after the move (ignored where the GPUs come from the free pool).
-    held_a, current_a = best_flat[cell_a], current_flat[cell_a]
-    leaves = gives & (amount == held_a)
-    count_a = count[a] - leaves
-    dist_a = count_a > 1
-    differ_a = differ[a] - (held_a != current_a) + (held_a - amount != current_a)
-    # Interference avoidance: at most one distributed job on the move's node, and on the
-    # receiver's home node if the receiver becomes distributed.
-    on_node = crowd[node] - (distributed[b] & had) + dist_b
-    on_node = on_node - np.where(gives, distributed[a] & used_flat[cell_a], 0)
-    on_node = on_node + np.where(gives, dist_a & ~leaves, 0)
-    newly = dist_b & ~distributed[b]
-    home_b = home[b]
-    a_leaves_home = gives & used_flat[a * nodes + home_b] & distributed[a] & ~dist_a
-    on_home = crowd[home_b] + 1 - a_leaves_home
-    ok = (on_node <= 1) & (~newly | (on_home <= 1)) | (not problem.interference_avoidance)
-    ok &= replicas[b] + amount <= problem.caps[b]
-    delta = _cost(problem, b, replicas[b] + amount, count_b, differ_b > 0) - cost[b]
-    left = np.where(gives, replicas[a] - amount, replicas[a])
-    delta_a = _cost(problem, a, left, count_a, differ_a > 0) - cost[a]
-    delta = np.where(ok, delta + np.where(gives, delta_a, 0.0), np.inf)
+    giver, receiver, node, amount, ok, got, count_b, changed_b, left, count_a, changed_a = moves
+    gives = giver >= 0
+    a = np.maximum(giver, 0)
+    delta = _cost(problem, receiver, got, count_b, changed_b > 0) - cost[receiver]
+    delta_a = _cost(problem, a, left, count_a, changed_a > 0) - cost[a]
+    delta = np.where(ok > 0, delta + np.where(gives, delta_a, 0.0), np.inf)
     top = int(np.argmin(delta))
     if not np.isfinite(delta[top]):
         return None, 0.0
