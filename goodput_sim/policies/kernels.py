@@ -120,15 +120,26 @@ def place_kernel(allocation, free, taken, order, wanted, largest_node, avoid):
 
 
 @_jit
-def transfer_moves(best, current, capacity, receivers, givers, caps, avoid):
+def _value(table, caps, floors, penalties, largest_node, j, replicas, nodes, changed):
+    """:meth:`goodput_sim.policies.problem.AllocationProblem.job_values` of one job."""
+    rows, width = table.shape[1], table.shape[2]
+    allowed = replicas <= caps[j] and (floors.shape[0] == 0 or replicas >= floors[j])
+    value = table[j, min(nodes, rows - 1), min(replicas, width - 1)] if allowed else 0.0
+    return value / largest_node * (penalties[j] if changed else 1.0)
+
+
+@_jit
+def transfer_moves(
+    best, current, capacity, receivers, givers, caps, avoid, table, floors, penalties, largest
+):
     """Every candidate move of :func:`goodput_sim.policies.local_search._best_transfer`, in
-    its order, with what scoring it needs.
+    its order, with both jobs' values after it.
 
     Moves: receivers take GPUs from the free pool on one node per (free GPUs, distributed
     jobs) class or on their own nodes, then from each giver's nodes (only the first it fills
     completely); first one GPU each, then, where more than one is available, all of them.
-    Returns per move (giver or -1, receiver, node, amount, feasible) and both jobs' GPUs,
-    nodes used and changed-row flags after it, as an (11, moves) int64 array."""
+    Returns per move: giver (-1: the free pool), receiver, node, amount, whether it is
+    feasible, and the receiver's and the giver's values after it (``floors`` empty: none)."""
     jobs, nodes = best.shape
     used = best > 0
     free = capacity - best.sum(axis=0)
@@ -148,66 +159,89 @@ def transfer_moves(best, current, capacity, receivers, givers, caps, avoid):
             differ[j] += best[j, n] != current[j, n]
         home[j] = max(first, 0)
     # Nodes with free GPUs, the first of each (free, distributed jobs) class, in node order.
-    seen = set()
-    representatives = []
+    seen = np.zeros((max(free.max(), 0) + 1) * (jobs + 1), dtype=np.bool_)
+    representatives = np.empty(nodes, dtype=np.int64)
+    shown = 0
     for n in range(nodes):
-        if free[n] > 0:
-            key = free[n] * (jobs + 1) + crowd[n]
-            if key not in seen:
-                seen.add(key)
-                representatives.append(n)
-    moves = []  # (giver, receiver, node)
-    for b in receivers:
-        for n in representatives:
-            moves.append((-1, b, n))
-    for b in receivers:
-        for n in range(nodes):
-            if used[b, n] and free[n] > 0:
-                moves.append((-1, b, n))
+        if free[n] > 0 and not seen[free[n] * (jobs + 1) + crowd[n]]:
+            seen[free[n] * (jobs + 1) + crowd[n]] = True
+            representatives[shown] = n
+            shown += 1
+    # Givers' cells: every node they use, but only the first they fill completely (a node
+    # without GPUs counts as filled).
+    cell_giver = np.empty(len(givers) * nodes, dtype=np.int64)
+    cell_node = np.empty(len(givers) * nodes, dtype=np.int64)
+    cells = 0
     for a in givers:
-        filled = 0  # nodes it fills completely so far (a node with no GPUs counts)
+        filled = 0
         for n in range(nodes):
             full = best[a, n] == capacity[n]
             filled += full
-            if not used[a, n] or (full and filled > 1):
-                continue
-            for b in receivers:
-                if b != a:
-                    moves.append((a, b, n))
-    several = 0
-    for giver, _, n in moves:
-        several += (best[giver, n] if giver >= 0 else free[n]) > 1
-    out = np.empty((11, len(moves) + several), dtype=np.int64)
+            if used[a, n] and not (full and filled > 1):
+                cell_giver[cells], cell_node[cells] = a, n
+                cells += 1
+    singles = len(receivers) * shown
+    for b in receivers:
+        for n in range(nodes):
+            singles += used[b, n] and free[n] > 0
+    for c in range(cells):
+        for b in receivers:
+            singles += b != cell_giver[c]
+    giver = np.empty(singles, dtype=np.int64)
+    receiver = np.empty(singles, dtype=np.int64)
+    node = np.empty(singles, dtype=np.int64)
     k = 0
-    for many in (False, True):
-        for giver, b, n in moves:
-            a = max(giver, 0)
-            gives = giver >= 0
-            available = best[a, n] if gives else free[n]
-            if many and available <= 1:
-                continue
-            amount = available if many else 1
-            had = used[b, n]
-            held_b = best[b, n]
-            count_b = count[b] + (not had)
-            dist_b = count_b > 1
-            differ_b = differ[b] - (held_b != current[b, n]) + (held_b + amount != current[b, n])
-            held_a = best[a, n]
-            leaves = gives and amount == held_a
-            count_a = count[a] - leaves
-            dist_a = count_a > 1
-            differ_a = differ[a] - (held_a != current[a, n]) + (held_a - amount != current[a, n])
-            on_node = crowd[n] - (distributed[b] and had) + dist_b
-            if gives:
-                on_node += (dist_a and not leaves) - (distributed[a] and used[a, n])
-            newly = dist_b and not distributed[b]
-            a_leaves_home = gives and used[a, home[b]] and distributed[a] and not dist_a
-            on_home = crowd[home[b]] + 1 - a_leaves_home
-            ok = (on_node <= 1 and (not newly or on_home <= 1)) or not avoid
-            ok = ok and replicas[b] + amount <= caps[b]
-            out[0, k], out[1, k], out[2, k], out[3, k], out[4, k] = giver, b, n, amount, ok
-            out[5, k], out[6, k], out[7, k] = replicas[b] + amount, count_b, differ_b > 0
-            out[8, k] = replicas[a] - amount if gives else replicas[a]
-            out[9, k], out[10, k] = count_a, differ_a > 0
+    for b in receivers:
+        for i in range(shown):
+            giver[k], receiver[k], node[k] = -1, b, representatives[i]
             k += 1
-    return out
+    for b in receivers:
+        for n in range(nodes):
+            if used[b, n] and free[n] > 0:
+                giver[k], receiver[k], node[k] = -1, b, n
+                k += 1
+    for c in range(cells):
+        for b in receivers:
+            if b != cell_giver[c]:
+                giver[k], receiver[k], node[k] = cell_giver[c], b, cell_node[c]
+                k += 1
+    available = np.empty(singles, dtype=np.int64)
+    for m in range(singles):
+        available[m] = best[giver[m], node[m]] if giver[m] >= 0 else free[node[m]]
+    several = np.flatnonzero(available > 1)
+    order = np.concatenate((np.arange(singles), several))
+    total = len(order)
+    amount = np.ones(total, dtype=np.int64)
+    amount[singles:] = available[several]
+    feasible = np.zeros(total, dtype=np.bool_)
+    value_b = np.zeros(total)
+    value_a = np.zeros(total)
+    for m in range(total):
+        move = order[m]
+        b, n, gives = receiver[move], node[move], giver[move] >= 0
+        a = max(giver[move], 0)
+        step = amount[m]
+        had = used[b, n]
+        held_b = best[b, n]
+        count_b = count[b] + (not had)
+        dist_b = count_b > 1
+        differ_b = differ[b] - (held_b != current[b, n]) + (held_b + step != current[b, n])
+        held_a = best[a, n]
+        leaves = gives and step == held_a
+        count_a = count[a] - leaves
+        dist_a = count_a > 1
+        differ_a = differ[a] - (held_a != current[a, n]) + (held_a - step != current[a, n])
+        on_node = crowd[n] - (distributed[b] and had) + dist_b
+        if gives:
+            on_node += (dist_a and not leaves) - (distributed[a] and used[a, n])
+        newly = dist_b and not distributed[b]
+        a_leaves_home = gives and used[a, home[b]] and distributed[a] and not dist_a
+        on_home = crowd[home[b]] + 1 - a_leaves_home
+        ok = (on_node <= 1 and (not newly or on_home <= 1)) or not avoid
+        feasible[m] = ok and replicas[b] + step <= caps[b]
+        value_b[m] = _value(
+            table, caps, floors, penalties, largest, b, replicas[b] + step, count_b, differ_b > 0
+        )
+        left = replicas[a] - step if gives else replicas[a]
+        value_a[m] = _value(table, caps, floors, penalties, largest, a, left, count_a, differ_a > 0)
+    return giver[order], receiver[order], node[order], amount, feasible, value_b, value_a

@@ -36,7 +36,8 @@ def _best_transfer(problem, best, cost):
     from goodput_sim.policies.kernels import transfer_moves
 
     receivers, givers = _movers(problem, cost, best.sum(axis=1), (best > 0).sum(axis=1))
-    moves = transfer_moves(
+    floors = _NO_FLOORS if problem.floors is None else problem.floors
+    giver, receiver, node, amount, ok, value_b, value_a = transfer_moves(
         best,
         problem.current,
         problem.capacity,
@@ -44,15 +45,17 @@ def _best_transfer(problem, best, cost):
         givers,
         problem.caps,
         bool(problem.interference_avoidance),
+        problem.padded_speedups,
+        np.asarray(floors, dtype=np.int64),
+        np.asarray(problem.penalties, dtype=np.float64),
+        problem.largest_node,
     )
-    if not moves.shape[1]:
+    if not len(amount):
         return None, 0.0
-    giver, receiver, node, amount, ok, got, count_b, changed_b, left, count_a, changed_a = moves
     gives = giver >= 0
-    a = np.maximum(giver, 0)
-    delta = _cost(problem, receiver, got, count_b, changed_b > 0) - cost[receiver]
-    delta_a = _cost(problem, a, left, count_a, changed_a > 0) - cost[a]
-    delta = np.where(ok > 0, delta + np.where(gives, delta_a, 0.0), np.inf)
+    delta = problem.fairness.cost(value_b) - cost[receiver]
+    delta_a = problem.fairness.cost(value_a) - cost[np.maximum(giver, 0)]
+    delta = np.where(ok, delta + np.where(gives, delta_a, 0.0), np.inf)
     top = int(np.argmin(delta))
     if not np.isfinite(delta[top]):
         return None, 0.0
@@ -61,6 +64,9 @@ def _best_transfer(problem, best, cost):
     if gives[top]:
         out[giver[top], node[top]] -= amount[top]
     return out, float(delta[top])
+
+
+_NO_FLOORS = np.zeros(0, dtype=np.int64)
 
 
 def _movers(problem: AllocationProblem, cost, replicas, count):
