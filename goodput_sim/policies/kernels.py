@@ -245,3 +245,99 @@ def transfer_moves(
         left = replicas[a] - step if gives else replicas[a]
         value_a[m] = _value(table, caps, floors, penalties, largest, a, left, count_a, differ_a > 0)
     return giver[order], receiver[order], node[order], amount, feasible, value_b, value_a
+
+
+@_jit
+def restoration_counts(allocation, current, capacity, moved, donors, caps, avoid):
+    """Per-job counts of each candidate of
+    :func:`goodput_sim.policies.local_search._restorations`: job ``moved[c]`` back on its
+    current row, taking the GPUs it lacks on each node from ``donors`` in their order.
+
+    Returns (feasible per candidate; GPUs, nodes used and changed-row counts per candidate and
+    job; the donations as rows of (candidate, donor, node, GPUs))."""
+    jobs, nodes = allocation.shape
+    kinds = len(moved)
+    column = allocation.sum(axis=0)
+    used = allocation > 0
+    replicas = np.empty((kinds, jobs), dtype=np.int64)
+    nodes_used = np.empty((kinds, jobs), dtype=np.int64)
+    differ = np.empty((kinds, jobs), dtype=np.int64)
+    for j in range(jobs):
+        gpus, count, changed = 0, 0, 0
+        for n in range(nodes):
+            gpus += allocation[j, n]
+            count += used[j, n]
+            changed += allocation[j, n] != current[j, n]
+        replicas[:, j], nodes_used[:, j], differ[:, j] = gpus, count, changed
+    fits = np.ones(kinds, dtype=np.bool_)
+    gifts = []  # (candidate, donor, node, GPUs)
+    for c in range(kinds):
+        job = moved[c]
+        replicas[c, job] = current[job].sum()
+        nodes_used[c, job] = (current[job] > 0).sum()
+        differ[c, job] = 0
+        for n in range(nodes):
+            over = column[n] - allocation[job, n] + current[job, n] - capacity[n]
+            if over <= 0:
+                continue
+            offered = 0
+            for d in donors:
+                held = allocation[d, n] if d != job else 0
+                take = min(held, max(over - offered, 0))
+                offered += held
+                if take > 0:
+                    gifts.append((c, d, n, take))
+                    before = allocation[d, n]
+                    replicas[c, d] -= take
+                    nodes_used[c, d] -= take == before
+                    differ[c, d] += int(before - take != current[d, n]) - int(
+                        before != current[d, n]
+                    )
+            fits[c] = fits[c] and offered >= over
+    gifts_array = np.empty((len(gifts), 4), dtype=np.int64)
+    for i in range(len(gifts)):
+        gifts_array[i, 0], gifts_array[i, 1], gifts_array[i, 2], gifts_array[i, 3] = gifts[i]
+    ok = fits.copy()
+    for c in range(kinds):
+        for j in range(jobs):
+            ok[c] = ok[c] and replicas[c, j] <= caps[j]
+    if avoid:
+        _interference_ok(allocation, current, moved, nodes_used, gifts_array, ok)
+    return ok, replicas, nodes_used, differ, gifts_array
+
+
+@_jit
+def _interference_ok(allocation, current, moved, nodes_used, gifts, ok):
+    """Clear ``ok`` of candidates that leave a node with two distributed jobs: the restored
+    job's old row leaves and its current row arrives; a donor still distributed leaves the
+    nodes it emptied, one no longer distributed leaves all its nodes."""
+    jobs, nodes = allocation.shape
+    used = allocation > 0
+    was = np.zeros(jobs, dtype=np.bool_)
+    for j in range(jobs):
+        was[j] = used[j].sum() > 1
+    crowd = np.zeros(nodes, dtype=np.int64)
+    for j in range(jobs):
+        for n in range(nodes):
+            crowd[n] += was[j] and used[j, n]
+    gone = np.zeros(jobs, dtype=np.bool_)  # per candidate: donors no longer distributed
+    for c in range(len(moved)):
+        job = moved[c]
+        back = current[job] > 0
+        spread = back.sum() > 1
+        count = crowd.copy()
+        for n in range(nodes):
+            count[n] += int(back[n] and spread) - int(used[job, n] and was[job])
+        gone[:] = False
+        for g in range(gifts.shape[0]):
+            if gifts[g, 0] != c:
+                continue
+            d, n = gifts[g, 1], gifts[g, 2]
+            if was[d] and nodes_used[c, d] <= 1:
+                if not gone[d]:
+                    gone[d] = True
+                    for m in range(nodes):
+                        count[m] -= used[d, m]
+            elif was[d] and allocation[d, n] == gifts[g, 3]:
+                count[n] -= 1
+        ok[c] = ok[c] and count.max() <= 1

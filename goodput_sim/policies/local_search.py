@@ -96,45 +96,23 @@ def _restorations(problem: AllocationProblem, allocation, changed):
     of one of them.
 
     Only the restored job and its donors change, on the nodes it returns to, so each candidate
-    is described by its per-job counts (GPUs, nodes used, changed row) and per-node changes of
-    the interference count: memory O(candidates x (jobs + nodes)), not candidates x jobs x
-    nodes, and the values equal the objective of the full allocations exactly."""
-    donors = np.flatnonzero(changed)[::-1]  # lowest priority first
+    is described by its per-job counts (GPUs, nodes used, changed row; compiled:
+    :func:`goodput_sim.policies.kernels.restoration_counts`): memory O(candidates x (jobs +
+    nodes)), not candidates x jobs x nodes, and the values equal the objective of the full
+    allocations exactly."""
+    from goodput_sim.policies.kernels import restoration_counts
+
     current = problem.current
-    capacity = problem.capacity
     moved = _restorable(problem, allocation, changed)
-    cand = np.arange(len(moved))
-    # Overflow per candidate and node once the job is back on its current row.
-    column = allocation.sum(axis=0)
-    over = np.maximum(column[None] - allocation[moved] + current[moved] - capacity[None], 0)
-    pair_c, pair_n = np.nonzero(over)
-    held = allocation[donors][:, pair_n] * (donors[:, None] != moved[pair_c][None, :])
-    take = np.minimum(held, np.maximum(over[pair_c, pair_n] - (np.cumsum(held, axis=0) - held), 0))
-    short = take.sum(axis=0) < over[pair_c, pair_n]
-    fits = np.ones(len(moved), dtype=bool)
-    fits[pair_c[short]] = False
-    # Per-job counts of every candidate: the restored job's row, then its donors' losses.
-    replicas = np.repeat(allocation.sum(axis=1)[None], len(moved), axis=0)
-    nodes_used = np.repeat((allocation > 0).sum(axis=1)[None], len(moved), axis=0)
-    differ = np.repeat((allocation != current).sum(axis=1)[None], len(moved), axis=0)
-    replicas[cand, moved] = current[moved].sum(axis=1)
-    nodes_used[cand, moved] = (current[moved] > 0).sum(axis=1)
-    differ[cand, moved] = 0
-    giver, pair = np.nonzero(take)
-    given = take[giver, pair]
-    c, d, n = pair_c[pair], donors[giver], pair_n[pair]
-    before = allocation[d, n]
-    emptied = given == before
-    np.subtract.at(replicas, (c, d), given)
-    np.subtract.at(nodes_used, (c, d), emptied)
-    np.add.at(
-        differ,
-        (c, d),
-        (before - given != current[d, n]).astype(np.int64) - (before != current[d, n]),
+    ok, replicas, nodes_used, differ, gifts = restoration_counts(
+        allocation,
+        current,
+        problem.capacity,
+        moved,
+        np.flatnonzero(changed)[::-1].copy(),  # donors: lowest priority first
+        problem.caps,
+        bool(problem.interference_avoidance),
     )
-    ok = fits & (replicas <= problem.caps[None]).all(axis=1)
-    if problem.interference_avoidance:
-        ok &= _interference_ok(allocation, current, moved, nodes_used, c, d, n, emptied)
     keep = np.flatnonzero(ok)
     values = (
         problem.objective_of(replicas[keep], nodes_used[keep], (differ[keep] > 0))
@@ -147,8 +125,8 @@ def _restorations(problem: AllocationProblem, allocation, changed):
         k = keep[index]
         out = allocation.copy()
         out[moved[k]] = current[moved[k]]
-        mine = c == k
-        np.subtract.at(out, (d[mine], n[mine]), given[mine])
+        _, donor, node, given = gifts[gifts[:, 0] == k].T
+        np.subtract.at(out, (donor, node), given)
         return out
 
     return values, build
@@ -166,26 +144,6 @@ def _restorable(problem: AllocationProblem, allocation, changed) -> NDArray[np.i
     )
     back = _cost(problem, moved, current.sum(axis=1), (current > 0).sum(axis=1), False)
     return np.sort(moved[np.argsort(back - now, kind="stable")[: problem.candidates]])
-
-
-def _interference_ok(allocation, current, moved, nodes_used, c, d, n, emptied):
-    """Per candidate, whether every node keeps at most one distributed job: the restored job's
-    old row leaves and its current row arrives; a donor still distributed leaves the nodes it
-    emptied, one no longer distributed leaves all its nodes."""
-    used = allocation > 0
-    was = used.sum(axis=1) > 1
-    crowd = (used & was[:, None]).sum(axis=0)
-    back = current[moved] > 0
-    count = np.repeat(crowd[None], len(moved), axis=0)
-    count -= used[moved] & was[moved][:, None]
-    count += back & (back.sum(axis=1) > 1)[:, None]
-    donor_pairs = np.unique(np.stack([c, d]), axis=1) if len(c) else np.zeros((2, 0), int)
-    dc, dd = donor_pairs
-    gone = was[dd] & (nodes_used[dc, dd] <= 1)  # no longer distributed: leaves every node
-    np.subtract.at(count, dc[gone], used[dd[gone]].astype(np.int64))
-    still = was[d] & (nodes_used[c, d] > 1) & emptied
-    np.subtract.at(count, (c[still], n[still]), 1)
-    return (count <= 1).all(axis=1)
 
 
 def local_search(
