@@ -254,7 +254,8 @@ class Simulation:
         self._started = 0.0
         self._events = 0  # work done so far, against config.max_events
         self._stalled_since: float | None = None  # when jobs last began to wait with no GPU held
-        self._check_finishable()
+        with threadpool_limits(limits=1, user_api="blas"):  # first interpolations: see run()
+            self._check_finishable()
         check_work(self.cluster, self.config, len(self._names))
         self.nodes = NodeStates(
             self.env,
