@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 import simpy
 from numpy.typing import NDArray
-from threadpoolctl import threadpool_limits
 
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
@@ -65,6 +64,7 @@ from goodput_sim.sim.progress import (
     state_at,
 )
 from goodput_sim.sim.recording import gpu_hours_by_type, jobs_table, round_record, round_row
+from goodput_sim.sim.threads import one_blas_thread
 from goodput_sim.spec import MAX_EVENTS, check_config
 from goodput_sim.workload import job_category
 
@@ -130,10 +130,10 @@ class SimResult:
     @functools.cached_property
     def fairness(self) -> pd.DataFrame | None:
         """Each job's rho (None where the run's progress model has no isolated time), on one
-        BLAS thread as the run itself (the isolated times' first interpolations are small)."""
+        BLAS thread as the run itself."""
         if self.fairness_source is None:
             return None
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return self.fairness_source()
 
     @functools.cached_property
@@ -254,7 +254,7 @@ class Simulation:
         self._started = 0.0
         self._events = 0  # work done so far, against config.max_events
         self._stalled_since: float | None = None  # when jobs last began to wait with no GPU held
-        with threadpool_limits(limits=1, user_api="blas"):  # first interpolations: see run()
+        with one_blas_thread():  # the profiles' first interpolations
             self._check_finishable()
         check_work(self.cluster, self.config, len(self._names))
         self.nodes = NodeStates(
@@ -404,9 +404,7 @@ class Simulation:
         started = self._started = wallclock.perf_counter()
         self.nodes.start()
         arrivals = ((float(self._arrivals[i]), self._names[i]) for i in self._order)
-        # One BLAS thread: the models' linear algebra is small, and OpenBLAS's thread start-up
-        # costs far more CPU than it saves (scipy's interpolators on first use, fits).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             run_clock(self.env, arrivals, self._on_arrival, self._round)
         jobs = jobs_table(
             self._made,

@@ -20,15 +20,8 @@ def greedy_counts(
     counts: NDArray[np.int64] | None = None,
     watch: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
-    """GPU count per job: from ``counts`` (default none), repeatedly the move with the largest
-    cost drop per GPU added (ties to the lowest job, then the fewest GPUs). Also returns the
-    counts just before the first move onto an entry of the ``watch`` mask (None if there is
-    none): another cost table that differs from ``cost`` only on watched entries makes the same
-    moves up to there, so its run can resume from them.
-
-    Each job's best move is kept in a heap; a move changes only the moved job's best, and free
-    GPUs only shrink, so a best move that no longer fits is replaced when it reaches the top.
-    """
+    """numpy version of :func:`goodput_sim.policies.greedy.greedy_counts`, a heap of per-job
+    best moves."""
     jobs, width = cost.shape
     grid = np.arange(width)
     now = [0] * jobs if counts is None else [int(c) for c in counts]
@@ -73,8 +66,7 @@ def greedy_counts(
 def place(
     problem: AllocationProblem, counts: NDArray[np.int64], keep_rows: bool = True
 ) -> NDArray[np.int64]:
-    """Rows for the chosen counts; counts that cannot be placed shrink until they fit. With
-    ``keep_rows`` jobs whose count is unchanged keep their current row."""
+    """numpy version of :func:`goodput_sim.policies.greedy.place`."""
     g = problem.largest_node
     current = problem.current
     keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
@@ -99,10 +91,7 @@ def place(
 def _pack(
     replicas: int, free: NDArray[np.int64], taken: NDArray[np.bool_], g: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Nodes and GPUs for ``replicas`` GPUs (which fit): the best-fit node (fewest free GPUs
-    that hold them, then lowest id) if one node holds them, else the fullest-free open nodes
-    (not ``taken`` by another distributed job; ties to the lowest id), which keeps the job on
-    as few nodes as possible."""
+    """Nodes and GPUs for ``replicas`` GPUs, as the compiled placement picks them."""
     if replicas <= g:
         fits = np.flatnonzero(free >= replicas)
         if len(fits):
@@ -117,13 +106,7 @@ def _pack(
 
 
 def _best_transfer(problem, best, cost):
-    """The best feasible single move and its change of the cost-value sum.
-
-    Every quantity a move changes (the two jobs' GPUs, nodes used and changed-row flags, and
-    the number of distributed jobs on the nodes involved) is computed per move from per-job and
-    per-node counts, so scoring costs O(moves) whatever the cluster size. With more jobs than
-    ``problem.candidates``, receivers and givers are that many jobs each: those one more GPU
-    helps most and one fewer hurts least."""
+    """numpy version of :func:`goodput_sim.policies.local_search._best_transfer`."""
     jobs = best.shape[0]
     capacity = problem.capacity
     current = problem.current

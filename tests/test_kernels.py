@@ -9,6 +9,7 @@ import pytest
 from numpy_optimizer import _best_transfer as numpy_best_transfer
 from numpy_optimizer import greedy_counts as numpy_greedy_counts
 from numpy_optimizer import place as numpy_place
+from test_optimizer import random_rows
 
 from goodput_sim.policies.greedy import greedy_counts, place
 from goodput_sim.policies.local_search import _best_transfer, _cost
@@ -51,16 +52,6 @@ def test_greedy_counts_match_numpy(seed):
     )
 
 
-def _random_rows(rng, capacity: np.ndarray, jobs: int) -> np.ndarray:
-    rows = np.zeros((jobs, len(capacity)), dtype=np.int64)
-    for node, free in enumerate(capacity.tolist()):
-        for job in rng.permutation(jobs):
-            take = int(rng.integers(0, free + 1)) if rng.random() < 0.4 else 0
-            rows[job, node] += take
-            free -= take
-    return rows
-
-
 def _problem(rng, avoid: bool) -> AllocationProblem:
     jobs, nodes = int(rng.integers(1, 12)), int(rng.integers(1, 9))
     capacity = rng.choice([0, 2, 4, 4, 8], nodes)
@@ -76,7 +67,7 @@ def _problem(rng, avoid: bool) -> AllocationProblem:
         [f"j{j}" for j in range(jobs)],
         rng.integers(1, width + 1, jobs),
         rng.choice([0.5, 0.75, 1.0], jobs),
-        _random_rows(rng, capacity, jobs),
+        random_rows(rng, jobs, capacity),
         capacity,
         tables,
         Fairness(float(rng.choice([-1.0, -2.0, 0.0, 0.5]))),
@@ -104,7 +95,7 @@ def test_placement_matches_numpy(seed):
 def test_best_transfer_matches_numpy(seed):
     rng = np.random.default_rng(seed)
     problem = _problem(rng, avoid=bool(seed % 3))
-    best = _random_rows(rng, problem.capacity, problem.num_jobs)
+    best = random_rows(rng, problem.num_jobs, problem.capacity)
     jobs = np.arange(problem.num_jobs)
     changed = (best != problem.current).any(axis=1)
     cost = _cost(problem, jobs, best.sum(axis=1), (best > 0).sum(axis=1), changed)

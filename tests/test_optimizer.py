@@ -148,8 +148,8 @@ def test_restorations_match_the_plain_loop_on_random_problems(seed):
     distributed set, caps that bind, and interference avoidance on or off."""
     rng = np.random.default_rng(seed)
     jobs, nodes, g = int(rng.integers(2, 9)), int(rng.integers(2, 6)), 4
-    current = _random_rows(rng, jobs, nodes, g)
-    allocation = _random_rows(rng, jobs, nodes, g)
+    current = random_rows(rng, jobs, [g] * nodes)
+    allocation = random_rows(rng, jobs, [g] * nodes)
     tables = [np.ones((3, jobs * g + 1)) for _ in range(jobs)]
     problem = AllocationProblem(
         [f"j{j}" for j in range(jobs)],
@@ -163,11 +163,11 @@ def test_restorations_match_the_plain_loop_on_random_problems(seed):
     _check_restorations(problem, allocation)
 
 
-def _random_rows(rng, jobs: int, nodes: int, g: int) -> np.ndarray:
-    """A (jobs x nodes) allocation within node capacity ``g``, some jobs on several nodes."""
-    rows = np.zeros((jobs, nodes), dtype=np.int64)
-    for node in range(nodes):
-        free = g
+def random_rows(rng, jobs: int, capacity) -> np.ndarray:
+    """A (jobs x nodes) allocation within each node's ``capacity``, some jobs on several
+    nodes."""
+    rows = np.zeros((jobs, len(capacity)), dtype=np.int64)
+    for node, free in enumerate(np.asarray(capacity).tolist()):
         for job in rng.permutation(jobs):
             take = int(rng.integers(0, free + 1)) if rng.random() < 0.4 else 0
             rows[job, node] += take

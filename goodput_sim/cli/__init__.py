@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import click
-from threadpoolctl import threadpool_limits
 
 from goodput_sim import __version__
 from goodput_sim.errors import InputError, Interrupted
+from goodput_sim.sim.threads import one_blas_thread
 
 
 class _Main(click.Group):
@@ -36,12 +36,9 @@ class _Main(click.Group):
             sys.exit(2)
 
     def invoke(self, ctx: click.Context):
-        """Run the command on one BLAS thread: the linear algebra here is small (fits,
-        interpolation), and OpenBLAS's threads spin on the machine's other cores: a
-        workload-6 run took 4.6-4.7 s of CPU so, and 4.8-10.7 s (once 23 s) beside other
-        runs with the default threads."""
+        """Run the command on one BLAS thread (:mod:`goodput_sim.sim.threads`)."""
         try:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with one_blas_thread():
                 return super().invoke(ctx)
         except InputError as err:
             click.echo(f"error: {err}", err=True)

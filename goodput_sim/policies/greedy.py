@@ -94,8 +94,8 @@ def place(
 
     current = problem.current
     keep = (counts == current.sum(axis=1)) & (counts > 0) & keep_rows
-    allocation = np.where(keep[:, None], current, 0).astype(np.int64)
-    free = (problem.capacity - allocation.sum(axis=0)).astype(np.int64)
+    allocation = np.where(keep[:, None], current, 0).astype(np.int64, copy=False)
+    free = (problem.capacity - allocation.sum(axis=0)).astype(np.int64, copy=False)
     avoid = bool(problem.interference_avoidance)
     taken = distributed_cells(allocation).any(axis=0) & avoid
     wanted = np.asarray(counts, dtype=np.int64)

@@ -7,7 +7,7 @@ of calls rather than arithmetic. Compiled with numba, they make the same choices
 order: only comparisons, integer arithmetic and the same IEEE operations on the same operands
 (no fast-math), so results are bit-identical (tests compare them with the numpy versions
 they replaced). Compiled code is cached beside this file, so only the first run on a machine
-pays the compilation (a few seconds)."""
+pays the compilation (about 10 s of CPU)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ _jit = numba.njit(cache=True, nogil=True)
 @_jit
 def _best_move(cost, j, start, limit):
     """Job ``j``'s best move from ``start`` GPUs adding at most ``limit``: (found, -drop per
-    GPU, target). None is found when any drop is NaN, as numpy's argmax returns the first
-    NaN."""
+    GPU, target); not found when any drop is NaN, as numpy's argmax returns the first NaN."""
     width = cost.shape[1]
     stop = min(width, start + limit + 1)
     best, pick = -np.inf, 0
