@@ -37,7 +37,6 @@ many nodes of its shape). Rules count GPUs node by node (:meth:`ScaleView.nodes_
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +49,7 @@ from goodput_sim.cluster import NodeGroup
 from goodput_sim.errors import InputError
 from goodput_sim.params import Param, resolve
 from goodput_sim.policies.base import JobView
-from goodput_sim.policies.elastic import best_goodputs
+from goodput_sim.policies.elastic import BestGoodputs
 
 MAX_POOL_NODES = 100_000  # the cluster's node bound (cluster.py), for the pool too
 
@@ -170,7 +169,7 @@ class UtilityAutoscaler(Autoscaler):
         self._history: deque[float] = deque(maxlen=self.values["window"])
         self._size: int | None = None  # provisioned nodes at the last round
         # Best goodputs by (belief, cap, node shapes): every argument is part of the key.
-        self._best_goodputs = functools.lru_cache(maxsize=4096)(best_goodputs)
+        self._best_goodputs = BestGoodputs()
 
     def target(self, view: ScaleView) -> int:
         if view.provisioned != self._size:  # resized since the last round: start afresh

@@ -267,6 +267,35 @@ def test_best_goodputs_are_memoised_by_every_argument():
         assert got.shape != first.shape or not np.array_equal(got, first)
 
 
+def test_configuration_grids_are_shared_by_models_equal_but_for_statistics():
+    """Beneath the best-goodput tables, candidate configurations and step times are memoised by
+    the model without its gradient statistics: a change of statistics reuses the grid (and
+    gives the values a fresh computation gives), a change of fitted parameters, limits or
+    shapes builds another, and a grid is refused by a model it does not belong to."""
+    policy = Goodput()
+    grids = policy._best_goodputs._grids
+    model = belief_view().goodput_model
+    noisy = belief_view(sqr=1.0, var=1000.0).goodput_model
+    for args in [(model, True, 8, 4, 4), (noisy, True, 8, 4, 4), (noisy, False, 8, 4, 4)]:
+        assert np.array_equal(policy._best_goodputs(*args), best_goodputs(*args))
+    assert (grids.cache_info().misses, grids.cache_info().hits) == (1, 2)
+    changes = [
+        (belief_view(OTHER_PARAMS).goodput_model, 8, 4, 4),
+        (dataclasses.replace(model, max_batch_size=model.max_batch_size // 2), 8, 4, 4),
+        (model, 6, 4, 4),
+        (model, 8, 1, 4),
+        (model, 8, 4, 2),
+    ]
+    for k, (other, *shape) in enumerate(changes, start=2):
+        assert np.array_equal(
+            policy._best_goodputs(other, True, *shape), best_goodputs(other, True, *shape)
+        )
+        assert grids.cache_info().misses == k
+    grid = grids(without_statistics(model), 8, 4, 4)
+    with pytest.raises(ValueError, match="another model"):
+        changes[0][0].choose(grid)
+
+
 def test_speedups_follow_belief_cap_and_fair_share(plain):
     """The per-job speedup cache (key: belief version, cap, fair share) against a fresh
     policy, as each input changes between rounds of one policy."""

@@ -29,6 +29,22 @@ class BatchChoice:
     accum_steps: NDArray
 
 
+@dataclass(frozen=True, eq=False)
+class ConfigGrid:
+    """Candidate configurations of (nodes, replicas) pairs (rows) and what they cost: per-GPU
+    batch, accumulation steps, total batch and step time per candidate, and which candidates
+    fall outside the per-GPU batch limits (None: all count). Gradient statistics do not enter,
+    so a job whose statistics change while its fit does not reuses its grid."""
+
+    key: tuple  # the model's parameters and limits it was built from
+    replicas: NDArray  # per pair
+    local_bsz: NDArray
+    accum: NDArray
+    total: NDArray
+    t_iter: NDArray
+    outside: NDArray | None
+
+
 @dataclass(frozen=True)
 class GoodputModel:
     """A job's belief: fitted throughput parameters plus its current gradient statistics."""
@@ -91,9 +107,15 @@ class GoodputModel:
                 return BatchChoice(
                     unique.goodput[inverse], unique.local_bsz[inverse], unique.accum_steps[inverse]
                 )
-        shape = np.broadcast_shapes(nodes.shape, np.shape(grad_sqr) if per_pair else ())
-        sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
-        var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
+        return self.choose(self.config_grid(nodes, replicas), statistical, grad_sqr, grad_var)
+
+    def config_grid(self, nodes: ArrayLike, replicas: ArrayLike) -> ConfigGrid:
+        """The candidate configurations of each (nodes, replicas) pair, with their step times:
+        :meth:`optimize`'s work that reads the fitted parameters and limits only."""
+        nodes, replicas = np.broadcast_arrays(
+            np.atleast_1d(np.asarray(nodes, dtype=np.float64)),
+            np.atleast_1d(np.asarray(replicas, dtype=np.float64)),
+        )
         if self.fixed_batch is None:
             local_bsz, accum = candidate_configs(
                 replicas,
@@ -102,8 +124,9 @@ class GoodputModel:
                 self.min_local_bsz,
                 self.max_local_bsz,
             )
-        else:  # one candidate: the fixed batch split over each pair's GPUs
-            local_bsz, accum = (
+            outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
+        else:  # one candidate: the fixed batch split over each pair's GPUs; it runs however
+            local_bsz, accum = (  # it splits
                 x[:, None]
                 for x in _split_fixed(
                     self.fixed_batch,
@@ -114,18 +137,52 @@ class GoodputModel:
                     False,
                 )
             )
-        n, r = nodes[:, None], replicas[:, None]
+            outside = None
+        r = replicas[:, None]
+        *_, t_iter = step_times(self.params, nodes[:, None], r, local_bsz, accum)
+        total = np.asarray(r) * np.asarray(local_bsz) * (np.asarray(accum) + 1)
+        return ConfigGrid(self._grid_key, replicas, local_bsz, accum, total, t_iter, outside)
+
+    @property
+    def _grid_key(self) -> tuple:
+        """Everything :meth:`config_grid` reads from the model."""
+        return (
+            self.params,
+            self.init_batch_size,
+            self.max_batch_size,
+            self.min_local_bsz,
+            self.max_local_bsz,
+            self.fixed_batch,
+        )
+
+    def choose(
+        self,
+        grid: ConfigGrid,
+        statistical: bool = True,
+        grad_sqr: ArrayLike | None = None,
+        grad_var: ArrayLike | None = None,
+    ) -> BatchChoice:
+        """:meth:`optimize` on a grid from :meth:`config_grid` of a model equal to this one
+        but for its gradient statistics (any other grid is refused)."""
+        if grid.key != self._grid_key:
+            raise ValueError("a configuration grid of another model's parameters or limits")
+        replicas = grid.replicas
+        shape = np.broadcast_shapes(
+            replicas.shape, np.shape(grad_sqr) if grad_sqr is not None else ()
+        )
         if statistical:
-            value = self.goodput(n, r, local_bsz, accum, sqr[:, None], var[:, None])
+            sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
+            var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
+            progress = gain(grid.total, self.init_batch_size, sqr[:, None], var[:, None])
+            value = self.init_batch_size * progress / grid.t_iter
         else:
-            value = self.throughput(n, r, local_bsz, accum)
-        if self.fixed_batch is None:  # a fixed batch runs however it splits
-            outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
-            value = np.where(outside, 0.0, value)
+            value = grid.total / grid.t_iter
+        if grid.outside is not None:
+            value = np.where(grid.outside, 0.0, value)
         best = np.argmax(value, axis=1)
         rows = np.arange(len(best))
-        grid = rows if len(local_bsz) == len(rows) else np.zeros_like(rows)
-        b, s = local_bsz[grid, best], accum[grid, best]
+        cells = rows if len(grid.local_bsz) == len(rows) else np.zeros_like(rows)
+        b, s = grid.local_bsz[cells, best], grid.accum[cells, best]
         # The job's final clamp (SPEC 4.2 step 4): never exceed the largest validated batch.
         b = np.maximum(np.minimum(b, np.floor(self.max_batch_size / (replicas * (s + 1)))), 1.0)
         return BatchChoice(value[rows, best], b, s)

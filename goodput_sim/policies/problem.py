@@ -155,14 +155,27 @@ def speedup_table(speedup: SpeedupFn, cap: int, nodes_up: int, largest_node: int
     The throughput model tells one node from several but not several from many (SPEC 3.1:
     network time depends on the node count only through nodes > 1), so row 2 stands for every
     multi-node placement; the table is small however large the cluster."""
+    nodes, replicas = table_pairs(cap, nodes_up, largest_node)
+    values = speedup(nodes, replicas) if len(replicas) else np.zeros(0)
+    return fill_table(values, cap, nodes_up, largest_node)
+
+
+def table_pairs(cap: int, nodes_up: int, largest_node: int) -> tuple[NDArray, NDArray]:
+    """The (nodes, replicas) float pairs a speedup table values, in :func:`fill_table`'s order:
+    every count on one node, then every count from 2 on several nodes."""
+    r = np.arange(1, cap + 1)
+    single = r[r <= largest_node]
+    multi = r[(r >= 2) & (nodes_up >= 2)]
+    nodes = np.concatenate([np.ones(len(single)), np.full(len(multi), 2.0)])
+    return nodes, np.concatenate([single, multi]).astype(float)
+
+
+def fill_table(values: NDArray, cap: int, nodes_up: int, largest_node: int) -> NDArray:
+    """The [min(nodes, 2), replicas] table of ``values`` at :func:`table_pairs`."""
     table = np.zeros((3, cap + 1))
     r = np.arange(1, cap + 1)
     single = r <= largest_node
     multi = (r >= 2) & (nodes_up >= 2)
-    nodes = np.concatenate([np.ones(single.sum()), np.full(multi.sum(), 2.0)])
-    replicas = np.concatenate([r[single], r[multi]]).astype(float)
-    if len(replicas):
-        values = speedup(nodes, replicas)
-        table[1, r[single]] = values[: single.sum()]
-        table[2, r[multi]] = values[single.sum() :]
+    table[1, r[single]] = values[: single.sum()]
+    table[2, r[multi]] = values[single.sum() :]
     return table
