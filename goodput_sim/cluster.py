@@ -208,7 +208,18 @@ class ClusterSpec:
     def packed_layout(self, replicas: int) -> tuple[int, ...]:
         """GPUs per node of ``replicas`` GPUs on the fewest nodes up, the largest filled first
         (past the cluster's GPUs, on more nodes like its largest): the placement a job of that
-        size gets at best, e.g. 12 on nodes of 8, 4 and 2 GPUs -> (8, 4)."""
+        size gets at best, e.g. 12 on nodes of 8, 4 and 2 GPUs -> (8, 4). Memoised per cluster
+        (policies ask for the same few sizes every round)."""
+        layout = self._layouts.get(replicas)
+        if layout is None:
+            layout = self._layouts[replicas] = self._packed_layout(int(replicas))
+        return layout
+
+    @cached_property
+    def _layouts(self) -> dict[int, tuple[int, ...]]:
+        return {}
+
+    def _packed_layout(self, replicas: int) -> tuple[int, ...]:
         sizes = self._descending
         if replicas <= 0:
             return ()
@@ -232,7 +243,7 @@ class ClusterSpec:
         simulation code reads the per-node ``capacity`` (``largest_node``, ``packed_layout``)."""
         return max(g.gpus_per_node for g in self.groups)
 
-    @property
+    @cached_property
     def total_gpus(self) -> int:
         return int(self.capacity.sum())
 
@@ -524,7 +535,8 @@ def check_gpu_types(cluster: ClusterSpec, profiles: Mapping, applications) -> No
 
 def placement_of(row: Iterable) -> tuple[int, ...]:
     """GPUs on each used node, in node order (the reference's placement notation)."""
-    return tuple(int(g) for g in row if g > 0)
+    gpus = np.asarray(row)
+    return tuple(gpus[gpus > 0].astype(np.int64).tolist())
 
 
 def packed_nodes(replicas, gpus_per_node: int):

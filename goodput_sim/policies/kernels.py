@@ -138,7 +138,8 @@ def transfer_moves(
     jobs) class or on their own nodes, then from each giver's nodes (only the first it fills
     completely); first one GPU each, then, where more than one is available, all of them.
     Returns per move: giver (-1: the free pool), receiver, node, amount, whether it is
-    feasible, and the receiver's and the giver's values after it (``floors`` empty: none)."""
+    feasible, and the receiver's and the giver's values after it (0 for an infeasible
+    move; ``floors`` empty: none)."""
     jobs, nodes = best.shape
     used = best > 0
     free = capacity - best.sum(axis=0)
@@ -238,6 +239,8 @@ def transfer_moves(
         on_home = crowd[home[b]] + 1 - a_leaves_home
         ok = (on_node <= 1 and (not newly or on_home <= 1)) or not avoid
         feasible[m] = ok and replicas[b] + step <= caps[b]
+        if not feasible[m]:  # about half the moves; their values are never read
+            continue
         value_b[m] = _value(
             table, caps, floors, penalties, largest, b, replicas[b] + step, count_b, differ_b > 0
         )
