@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement
+from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement, placement_of
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.jobs import JobBelief
 from goodput_sim.metrics import run_summary
@@ -77,9 +77,17 @@ def test_packed_layouts_fill_the_largest_nodes_up_first():
     assert mixed.packed_layout(16) == (8, 4, 4)  # not (8, 8): there is one 8-GPU node
     assert mixed.packed_layout(17) == (8, 4, 4, 1)
     assert mixed.packed_layout(25) == (8, 4, 4, 2, 2, 2, 3)  # past the cluster: like the largest
+    assert mixed.packed_layout(6) == (6,)  # memoised per cluster, not shared with its views:
     assert mixed.with_offline({0}).packed_layout(6) == (4, 2)
+    assert (mixed.total_gpus, mixed.with_offline({0}).total_gpus) == (22, 14)
     uniform = ClusterSpec.uniform(4, 4)
     assert all(uniform.packed_layout(r) == packed_placement(r, 4) for r in range(1, 24))
+
+
+def test_placements_list_the_used_nodes_gpus_in_node_order():
+    placement = placement_of(np.array([0, 2, 0, 4, 1]))
+    assert placement == (2, 4, 1) and all(type(g) is int for g in placement)
+    assert placement_of([0, 0]) == () and placement_of([3.0, 0.0]) == (3,)
 
 
 def test_speedup_tables_follow_the_nodes_up(profiles):
