@@ -14,12 +14,12 @@ import pytest
 from test_measured_profile import write_measurements
 
 from goodput_sim.agents import get_agent
-from goodput_sim.agents.adaptive import _fastest_config, without_statistics
+from goodput_sim.agents.adaptive import _fastest_config
 from goodput_sim.agents.tail import _noise_blind_plan
 from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement, parse_cluster
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.jobs import BeliefView, FitMemo, JobBelief
-from goodput_sim.models.goodput import fixed_batch_config
+from goodput_sim.models.goodput import fixed_batch_config, without_statistics
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies import JobView, Snapshot, get_policy
 from goodput_sim.policies.elastic import Goodput, best_goodputs

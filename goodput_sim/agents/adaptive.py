@@ -10,19 +10,12 @@ Before the job's first observation there is no model; both run a fixed, safe bat
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
 
 from goodput_sim.agents.base import BatchAgent, fixed_configs, register_agent
-from goodput_sim.models.goodput import GoodputModel
-
-
-def without_statistics(model: GoodputModel) -> GoodputModel:
-    """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
-    fitted parameters then have equal models and share memoised results."""
-    return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
+from goodput_sim.models.goodput import GoodputModel, without_statistics
 
 
 def _unadapted(belief, replicas, shape):

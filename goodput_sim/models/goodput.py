@@ -6,6 +6,7 @@ batch sizes form a (allocations x candidates) grid evaluated in a handful of num
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,7 @@ class ConfigGrid:
     fall outside the per-GPU batch limits (None: all count). Gradient statistics do not enter,
     so a job whose statistics change while its fit does not reuses its grid."""
 
-    key: tuple  # the model's parameters and limits it was built from
+    key: GoodputModel  # the model it was built from, without its statistics
     replicas: NDArray  # per pair
     local_bsz: NDArray
     accum: NDArray
@@ -61,7 +62,7 @@ class GoodputModel:
     def throughput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
         """Examples per second."""
         *_, t_iter = step_times(self.params, nodes, replicas, local_bsz, accum_steps)
-        return np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1) / t_iter
+        return _total_batch(replicas, local_bsz, accum_steps) / t_iter
 
     def goodput(
         self, nodes, replicas, local_bsz, accum_steps=0, grad_sqr=None, grad_var=None
@@ -69,9 +70,12 @@ class GoodputModel:
         """Progress per second in M0-samples: ``M0 * gain(M) / T_iter``, with the model's
         gradient statistics unless others are given."""
         *_, t_iter = step_times(self.params, nodes, replicas, local_bsz, accum_steps)
-        total = np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1)
         sqr = self.grad_sqr if grad_sqr is None else grad_sqr
         var = self.grad_var if grad_var is None else grad_var
+        return self._progress_rate(_total_batch(replicas, local_bsz, accum_steps), t_iter, sqr, var)
+
+    def _progress_rate(self, total, t_iter, sqr, var) -> NDArray:
+        """``M0 * gain(M) / T_iter`` of total batches ``total`` taking ``t_iter`` seconds."""
         return self.init_batch_size * gain(total, self.init_batch_size, sqr, var) / t_iter
 
     def optimize(
@@ -140,20 +144,9 @@ class GoodputModel:
             outside = None
         r = replicas[:, None]
         *_, t_iter = step_times(self.params, nodes[:, None], r, local_bsz, accum)
-        total = np.asarray(r) * np.asarray(local_bsz) * (np.asarray(accum) + 1)
-        return ConfigGrid(self._grid_key, replicas, local_bsz, accum, total, t_iter, outside)
-
-    @property
-    def _grid_key(self) -> tuple:
-        """Everything :meth:`config_grid` reads from the model."""
-        return (
-            self.params,
-            self.init_batch_size,
-            self.max_batch_size,
-            self.min_local_bsz,
-            self.max_local_bsz,
-            self.fixed_batch,
-        )
+        total = _total_batch(r, local_bsz, accum)
+        key = without_statistics(self)
+        return ConfigGrid(key, replicas, local_bsz, accum, total, t_iter, outside)
 
     def choose(
         self,
@@ -164,7 +157,7 @@ class GoodputModel:
     ) -> BatchChoice:
         """:meth:`optimize` on a grid from :meth:`config_grid` of a model equal to this one
         but for its gradient statistics (any other grid is refused)."""
-        if grid.key != self._grid_key:
+        if grid.key != without_statistics(self):
             raise ValueError("a configuration grid of another model's parameters or limits")
         replicas = grid.replicas
         shape = np.broadcast_shapes(
@@ -173,8 +166,7 @@ class GoodputModel:
         if statistical:
             sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
             var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
-            progress = gain(grid.total, self.init_batch_size, sqr[:, None], var[:, None])
-            value = self.init_batch_size * progress / grid.t_iter
+            value = self._progress_rate(grid.total, grid.t_iter, sqr[:, None], var[:, None])
         else:
             value = grid.total / grid.t_iter
         if grid.outside is not None:
@@ -196,6 +188,17 @@ class GoodputModel:
             nodes = np.broadcast_to(np.asarray(nodes, dtype=np.float64), replicas.shape)
             out[some] = self.optimize(nodes[some], replicas[some]).goodput / base_goodput
         return out
+
+
+def without_statistics(model: GoodputModel) -> GoodputModel:
+    """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
+    fitted parameters then have equal models and share memoised results."""
+    return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
+
+
+def _total_batch(replicas, local_bsz, accum_steps) -> NDArray:
+    """Examples per optimizer step: GPUs x per-GPU batch x (accumulation steps + 1)."""
+    return np.asarray(replicas) * np.asarray(local_bsz) * (np.asarray(accum_steps) + 1)
 
 
 def candidate_configs(

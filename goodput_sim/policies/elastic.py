@@ -18,8 +18,7 @@ import functools
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.agents.adaptive import without_statistics
-from goodput_sim.models.goodput import ConfigGrid, GoodputModel
+from goodput_sim.models.goodput import ConfigGrid, GoodputModel, without_statistics
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import (

@@ -160,22 +160,24 @@ def speedup_table(speedup: SpeedupFn, cap: int, nodes_up: int, largest_node: int
     return fill_table(values, cap, nodes_up, largest_node)
 
 
+def _table_counts(cap: int, nodes_up: int, largest_node: int) -> tuple[NDArray, NDArray]:
+    """GPU counts a speedup table values on one node, and on several."""
+    r = np.arange(1, cap + 1)
+    return r[r <= largest_node], r[(r >= 2) & (nodes_up >= 2)]
+
+
 def table_pairs(cap: int, nodes_up: int, largest_node: int) -> tuple[NDArray, NDArray]:
     """The (nodes, replicas) float pairs a speedup table values, in :func:`fill_table`'s order:
     every count on one node, then every count from 2 on several nodes."""
-    r = np.arange(1, cap + 1)
-    single = r[r <= largest_node]
-    multi = r[(r >= 2) & (nodes_up >= 2)]
+    single, multi = _table_counts(cap, nodes_up, largest_node)
     nodes = np.concatenate([np.ones(len(single)), np.full(len(multi), 2.0)])
     return nodes, np.concatenate([single, multi]).astype(float)
 
 
 def fill_table(values: NDArray, cap: int, nodes_up: int, largest_node: int) -> NDArray:
     """The [min(nodes, 2), replicas] table of ``values`` at :func:`table_pairs`."""
+    single, multi = _table_counts(cap, nodes_up, largest_node)
     table = np.zeros((3, cap + 1))
-    r = np.arange(1, cap + 1)
-    single = r <= largest_node
-    multi = (r >= 2) & (nodes_up >= 2)
-    table[1, r[single]] = values[: single.sum()]
-    table[2, r[multi]] = values[single.sum() :]
+    table[1, single] = values[: len(single)]
+    table[2, multi] = values[len(single) :]
     return table
