@@ -20,7 +20,6 @@ from goodput_sim.models.throughput import (
     ThroughputParams,
     _LogFitObjective,
     network_time,
-    solve_small,
     step_times,
 )
 
@@ -283,20 +282,6 @@ def test_single_multi_gpu_observation_is_reproduced(nodes, extra, b, t):
 
 
 # ------------------------------------------------------------------------ machine independence
-@given(st.integers(1, 8), st.integers(0, 2**32 - 1))
-def test_small_solver_agrees_with_lapack(n, seed):
-    """The fit's own solver (fixed summation order) solves what LAPACK solves."""
-    rng = np.random.default_rng(seed)
-    a = rng.normal(size=(n, n)) + n * np.eye(n)  # well conditioned, as a damped normal matrix
-    b = rng.normal(size=n)
-    np.testing.assert_allclose(solve_small(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-12)
-
-
-def test_small_solver_refuses_a_singular_matrix():
-    with pytest.raises(np.linalg.LinAlgError):
-        solve_small(np.zeros((3, 3)), np.ones(3))
-
-
 BLAS_KERNELS = ("Haswell", "SkylakeX", "Sandybridge")
 
 

@@ -166,40 +166,6 @@ def _sum_of_squares(r: NDArray) -> float:
     return float(np.sum(r * r))
 
 
-def solve_small(a: NDArray, b: NDArray) -> NDArray:
-    """Solve ``a x = b`` for a small square ``a`` by Gaussian elimination with partial pivoting.
-
-    Plain floating-point arithmetic in a fixed order, not BLAS: the optimised kernels BLAS picks
-    for the machine's CPU sum in different orders, so fits (and every result downstream) would
-    differ in the last bits from one machine to another (a 7 x 7 solve takes about 14 us, a LAPACK
-    call 4 us). Raises LinAlgError for an exactly singular ``a``."""
-    rows = np.asarray(a, dtype=float).tolist()
-    x = np.asarray(b, dtype=float).tolist()
-    n = len(x)
-    for k in range(n):  # plain loops: for 7 x 7, Python's float arithmetic beats numpy calls
-        pivot, largest = k, abs(rows[k][k])
-        for i in range(k + 1, n):
-            if abs(rows[i][k]) > largest:
-                pivot, largest = i, abs(rows[i][k])
-        if rows[pivot][k] == 0.0:  # NaN passes, as in LAPACK: the caller sees a NaN step
-            raise np.linalg.LinAlgError("singular matrix")
-        rows[k], rows[pivot] = rows[pivot], rows[k]
-        x[k], x[pivot] = x[pivot], x[k]
-        top, head, top_x = rows[k], rows[k][k], x[k]
-        for i in range(k + 1, n):
-            row = rows[i]
-            factor = row[k] / head
-            for j in range(k, n):
-                row[j] -= factor * top[j]
-            x[i] -= factor * top_x
-    for k in range(n - 1, -1, -1):
-        row, done = rows[k], 0.0
-        for j in range(k + 1, n):
-            done += row[j] * x[j]
-        x[k] = (x[k] - done) / row[k]
-    return np.array(x)
-
-
 def projected_levenberg_marquardt(
     residuals, jacobian, x0: NDArray, lower: NDArray, upper: NDArray, max_iter: int = 200
 ) -> tuple[NDArray, bool]:
@@ -207,29 +173,30 @@ def projected_levenberg_marquardt(
     diagonal scaling) on the parameters not held at a bound by the gradient, projected back
     into the box. For 7 parameters this is a few microseconds of linear algebra per step, where
     scipy's bounded trust-region solver spends milliseconds of Python per fit."""
+    # Imported here, not at the top: numba costs every command 80 ms, and only fits need it.
+    from goodput_sim.models.fit_kernels import damped_solve, normal_equations
+
     x = np.minimum(np.maximum(x0, lower), upper)
     r = residuals(x)
     cost = _sum_of_squares(r)
     damping = 1e-3
     for _ in range(max_iter):
         jac = jacobian(x)
-        grad = (jac * r[:, None]).sum(axis=0)
+        grad, hessian = normal_equations(jac, r)
         move = ~(((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0)))
         if not move.all():  # work on the parameters free to move
             if not move.any():
                 return x, True
-            jac, grad, low, high = jac[:, move], grad[move], lower[move], upper[move]
+            grad, low, high = grad[move], lower[move], upper[move]
+            hessian = hessian[np.ix_(move, move)]
         else:
             low, high = lower, upper
         if np.abs(grad).max() < 1e-14:
             return x, True
-        hessian = (jac[:, :, None] * jac[:, None, :]).sum(axis=0)
         scaling = np.maximum(hessian.diagonal(), 1e-12)
         while True:
-            system = hessian + np.diag(damping * scaling)
-            try:
-                step = solve_small(system, -grad)
-            except np.linalg.LinAlgError:
+            step, solved = damped_solve(hessian, damping, scaling, -grad)
+            if not solved:
                 damping *= 10.0
                 continue
             trial = x.copy()

@@ -1,0 +1,140 @@
+"""Compiled linear algebra of one Levenberg-Marquardt step of the throughput fit
+(:func:`goodput_sim.models.throughput.projected_levenberg_marquardt`).
+
+A fit takes about a dozen steps on a handful of rows, so a step's time was the fixed cost of
+Python and numpy calls, not arithmetic. These kernels do the same IEEE operations in the same
+order as the numpy expressions and the plain-Python solver they replace (products rounded before
+they are summed, numpy's pairwise summation, no fast-math), so fits are bit-identical;
+the tests compare them. The transcendental parts of the fit (``log``, ``**``) stay in numpy,
+whose SIMD routines round differently from the C library's."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+_BLOCK = 128  # numpy's pairwise-summation block
+
+
+@_jit
+def _block_sum(values, start, count):
+    """numpy's sum of at most 128 values: a plain loop below 8, else eight interleaved partial
+    sums combined as a tree, then the remainder in order."""
+    if count < 8:
+        total = 0.0
+        for i in range(start, start + count):
+            total += values[i]
+        return total
+    partial = values[start : start + 8].copy()
+    i = 8
+    while i < count - count % 8:
+        for j in range(8):
+            partial[j] += values[start + i + j]
+        i += 8
+    total = ((partial[0] + partial[1]) + (partial[2] + partial[3])) + (
+        (partial[4] + partial[5]) + (partial[6] + partial[7])
+    )
+    while i < count:
+        total += values[start + i]
+        i += 1
+    return total
+
+
+@_jit
+def _first_half(count):
+    half = count // 2
+    return half - half % 8
+
+
+@_jit
+def _pairwise_sum(values, count):
+    """numpy's summation of ``values[:count]`` as it reduces a contiguous axis: blocks of up to
+    128 (:func:`_block_sum`), larger runs split in halves (a multiple of 8 first) and the halves'
+    sums added. The halving is walked with an explicit stack: numba's cache cannot reload
+    recursive functions."""
+    if count <= _BLOCK:
+        return _block_sum(values, 0, count)
+    starts = np.zeros(64, dtype=np.int64)
+    counts = np.zeros(64, dtype=np.int64)
+    left_sums = np.zeros(64)
+    right_pending = np.zeros(64, dtype=np.bool_)
+    depth, counts[0] = 0, count
+    while True:
+        if counts[depth] > _BLOCK:  # descend into the left half
+            right_pending[depth] = True
+            starts[depth + 1], counts[depth + 1] = starts[depth], _first_half(counts[depth])
+            depth += 1
+            continue
+        value = _block_sum(values, starts[depth], counts[depth])
+        while True:  # hand the value up until some split still owes its right half
+            if depth == 0:
+                return value
+            depth -= 1
+            if right_pending[depth]:
+                right_pending[depth] = False
+                left_sums[depth] = value
+                half = _first_half(counts[depth])
+                starts[depth + 1] = starts[depth] + half
+                counts[depth + 1] = counts[depth] - half
+                depth += 1
+                break
+            value = left_sums[depth] + value
+
+
+@_jit
+def normal_equations(jac, r):
+    """The gradient ``J^T r`` and the Gauss-Newton matrix ``J^T J``, summed as numpy sums
+    ``(jac * r[:, None]).sum(axis=0)`` and ``(jac[:, :, None] * jac[:, None, :]).sum(axis=0)``
+    for the column-major Jacobian the fit builds: rows pairwise, added to zero."""
+    rows, k = jac.shape
+    products = np.empty(rows)
+    grad = np.empty(k)
+    hessian = np.empty((k, k))
+    for a in range(k):
+        for i in range(rows):
+            products[i] = jac[i, a] * r[i]
+        grad[a] = 0.0 + _pairwise_sum(products, rows)
+        for b in range(a + 1):
+            for i in range(rows):
+                products[i] = jac[i, a] * jac[i, b]
+            hessian[a, b] = hessian[b, a] = 0.0 + _pairwise_sum(products, rows)
+    return grad, hessian
+
+
+@_jit
+def damped_solve(hessian, damping, scaling, rhs):
+    """Solve ``(hessian + diag(damping * scaling)) x = rhs`` by Gaussian elimination with partial
+    pivoting: (x, True), or (anything, False) for an exactly singular system. A NaN pivot passes,
+    as in LAPACK, and the caller sees a NaN step."""
+    n = rhs.shape[0]
+    rows = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            rows[i, j] = hessian[i, j] + (damping * scaling[i] if i == j else 0.0)
+    x = rhs.copy()
+    for k in range(n):
+        pivot, largest = k, abs(rows[k, k])
+        for i in range(k + 1, n):
+            if abs(rows[i, k]) > largest:
+                pivot, largest = i, abs(rows[i, k])
+        if rows[pivot, k] == 0.0:
+            return x, False
+        if pivot != k:
+            for j in range(n):
+                rows[k, j], rows[pivot, j] = rows[pivot, j], rows[k, j]
+            x[k], x[pivot] = x[pivot], x[k]
+        head, top_x = rows[k, k], x[k]
+        for i in range(k + 1, n):
+            factor = rows[i, k] / head
+            for j in range(k, n):
+                rows[i, j] -= factor * rows[k, j]
+            x[i] -= factor * top_x
+    for k in range(n - 1, -1, -1):
+        done = 0.0
+        for j in range(k + 1, n):
+            done += rows[k, j] * x[j]
+        x[k] = (x[k] - done) / rows[k, k]
+    return x, True
