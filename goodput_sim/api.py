@@ -425,8 +425,6 @@ def write_run(
     computed unless given, so runs on the same inputs can share them. ``params`` are the
     parameters the run was given and ``extra`` more manifest entries (a sweep's workload
     source): with them the manifest is enough to replay the run (``run --manifest``)."""
-    from goodput_sim.plots import caption_of, jct_cdf
-
     out.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(out / "jobs.csv", index=False, float_format="%.6f")
     result.rounds.to_csv(out / "rounds.csv", index=False)
@@ -449,6 +447,8 @@ def write_run(
         manifest["summary"] = summary
     (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")
     if figure:
+        from goodput_sim.plots import caption_of, jct_cdf  # matplotlib: a third of a second
+
         name = result.policy["name"]
         jct_cdf({name: result.jobs}, out / "jct_cdf.png", caption_of({name: manifest}))
     return out
