@@ -5,9 +5,13 @@ Each run is its own process; printed per policy: CPU seconds (user + system), wa
 peak memory, rounds and jobs finished, then CPU seconds by days replayed (1, 7 and 28 days
 from 2017-10-02, and the whole log) with the exponent of a power-law fit (1: linear).
 Bars (issue 18): every whole-log run <= 30 min CPU and <= 2 GB; goodput on the 7-day slice
-<= 60 s CPU and <= 500 MiB.
+<= 60 s CPU and <= 500 MiB. First, goodput on the Pollux workload-6 with measured profiles
+(when the reference folder is present): the run's CPU after imports <= 1 s, and the whole
+`goodput-sim run` command's CPU <= 2 s (with its default figure, and with --no-plot).
 
     python benchmarks/bench_philly.py [--policies fifo,goodput] [--days 1,7,28,all]
+    python benchmarks/bench_philly.py --days 1 --policies goodput --no-workload-6
+    python benchmarks/bench_philly.py --policies ""   # workload-6 only
     python benchmarks/bench_philly.py --profile goodput --days 7   # cProfile, top functions
 """
 
@@ -23,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, machine, save
+from common import REFERENCE, RESULTS, machine, save
 
 ROOT = Path(__file__).resolve().parents[1]
 START = "2017-10-02"
@@ -34,6 +38,9 @@ SETUPS = {
     "sia": ("configs/cluster-philly-mixed.yaml", "traces/profiles-sia"),
 }
 BARS = {"all": (1800.0, 2048.0), "7": (60.0, 500.0)}  # (CPU s, MiB); 7 days: goodput only
+WORKLOAD_6 = (REFERENCE / "workloads" / "workload-6.csv", REFERENCE / "traces")
+WORKLOAD_6_BARS = {"run": 1.0, "command": 2.0, "command --no-plot": 2.0}  # CPU seconds
+REPEATS = 3  # fresh processes per workload-6 figure; the median is compared with its bar
 
 
 def child(policy: str, workload: str, profile: str | None) -> None:
@@ -66,26 +73,72 @@ def child(policy: str, workload: str, profile: str | None) -> None:
     )
 
 
-def measure(policy: str, workload: Path, profile: bool = False) -> dict:
-    """Run ``policy`` on ``workload`` in a child process: its CPU, wall time and peak memory."""
-    command = [sys.executable, __file__, "--child", policy, str(workload)]
+def child_workload_6() -> None:
+    """Goodput on workload-6 after imports; print the run's CPU seconds and average JCT."""
+    from goodput_sim.api import run
+
+    started = time.process_time()
+    result = run("goodput", *map(str, WORKLOAD_6))
+    seconds = time.process_time() - started
+    print(json.dumps({"run_cpu_seconds": seconds, "avg_jct": float(result.jobs["jct"].mean())}))
+
+
+def in_child(command: list[str], what: str) -> tuple[str, dict]:
+    """Run ``command`` from the repository root: its output, CPU, wall time and peak memory."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        command + (["--profile", policy] if profile else []),
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-        text=True,
-    )
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT, text=True)
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
     if status != 0:
-        raise SystemExit(f"{policy} on {workload.name} failed (status {status})")
-    return {
-        **json.loads(output.strip().splitlines()[-1]),
+        raise SystemExit(f"{what} failed (status {status})")
+    return output, {
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "wall_seconds": time.perf_counter() - started,
         "peak_mib": usage.ru_maxrss / 1024.0,
     }
+
+
+def measure(policy: str, workload: Path, profile: bool = False) -> dict:
+    """Run ``policy`` on ``workload`` in a child process: its CPU, wall time and peak memory."""
+    command = [sys.executable, __file__, "--child", policy, str(workload)]
+    output, usage = in_child(
+        command + (["--profile", policy] if profile else []), f"{policy} on {workload.name}"
+    )
+    return {**json.loads(output.strip().splitlines()[-1]), **usage}
+
+
+def workload_6(folder: Path) -> dict[str, dict]:
+    """Goodput on workload-6, each figure the median of fresh processes: the run's CPU after
+    imports, and the whole command's CPU with its default figure and with --no-plot."""
+    workload, profiles = map(str, WORKLOAD_6)
+    command = [str(Path(sys.executable).with_name("goodput-sim")), "run", "--policy", "goodput"]
+    command += ["--workload", workload, "--profiles", profiles, "--quiet", "--force"]
+    command += ["--out", str(folder / "workload-6")]
+    commands = {
+        "run": [sys.executable, __file__, "--child-workload-6"],
+        "command": command,
+        "command --no-plot": [*command, "--no-plot"],
+    }
+    figures = {}
+    for name, argv in commands.items():
+        samples = []
+        for _ in range(REPEATS):
+            output, usage = in_child(argv, f"workload-6 {name}")
+            if name == "run":
+                usage.update(json.loads(output.strip().splitlines()[-1]))
+                usage["cpu_seconds"] = usage.pop("run_cpu_seconds")
+            samples.append(usage["cpu_seconds"])
+        figures[name] = {"cpu_seconds": float(np.median(samples)), "samples": samples}
+        if name == "run":
+            figures[name]["avg_jct"] = usage["avg_jct"]
+        bar = WORKLOAD_6_BARS[name]
+        verdict = "met" if figures[name]["cpu_seconds"] <= bar else "NOT met"
+        print(
+            f"goodput workload-6 {name:18s} {figures[name]['cpu_seconds']:6.2f} s CPU "
+            f"(median of {REPEATS}; bar <= {bar:.0f} s: {verdict})",
+            flush=True,
+        )
+    return figures
 
 
 def slices(days: list[str], folder: Path) -> dict[str, Path]:
@@ -121,26 +174,43 @@ def main() -> None:
     parser.add_argument("--policies", default="fifo,tiresias,goodput,sia")
     parser.add_argument("--days", default="1,7,28,all")
     parser.add_argument("--profile", help="cProfile this policy instead (top 30 to stderr)")
+    parser.add_argument(
+        "--workload-6",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure goodput on the Pollux workload-6 first (skipped without the reference)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child-workload-6", action="store_true", help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args()
     if args.child:
         child(*args.child, args.profile)
         return
+    if args.child_workload_6:
+        child_workload_6()
+        return
     days = args.days.split(",")
+    policies = [policy for policy in args.policies.split(",") if policy]  # none: workload-6 only
+    small: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        workloads = slices(days, Path(tmp))
+        if args.workload_6 and not args.profile:
+            if WORKLOAD_6[0].is_file():
+                small = workload_6(Path(tmp))
+            else:
+                print(f"reference data not found at {REFERENCE}: workload-6 skipped")
+        workloads = slices(days, Path(tmp)) if policies or args.profile else {}
         if args.profile:
             for span, path in workloads.items():
                 print(f"{args.profile}, {span} days: {measure(args.profile, path, True)}")
             return
         spans = {s: float(s) for s in days if s != "all"}
-        if "all" in days:
+        if "all" in workloads:
             import pandas as pd
 
             last = pd.read_csv(workloads["all"], usecols=["time"])["time"].max()
             spans["all"] = last / 86400.0
         results: dict[str, dict] = {}
-        for policy in args.policies.split(","):
+        for policy in policies:
             results[policy] = {}
             for span, path in workloads.items():
                 r = results[policy][span] = measure(policy, path)
@@ -150,8 +220,9 @@ def main() -> None:
                     f"{r['rounds']:7d} rounds {r['finished']:6d}/{r['jobs']} finished",
                     flush=True,
                 )
-    print("\nCPU seconds by days replayed (exponent: slope of log CPU on log days)")
-    print(f"{'policy':9s}" + "".join(f"{s:>10s}" for s in days) + "  exponent")
+    if results:
+        print("\nCPU seconds by days replayed (exponent: slope of log CPU on log days)")
+        print(f"{'policy':9s}" + "".join(f"{s:>10s}" for s in days) + "  exponent")
     for policy, points in results.items():
         fit = exponent(points, spans)
         cells = "".join(f"{points[s]['cpu_seconds']:10.1f}" for s in days)
@@ -165,6 +236,10 @@ def main() -> None:
                     failed.append(f"{policy} {span}: {r['cpu_seconds']:.0f} s CPU > {cpu:.0f} s")
                 if r["peak_mib"] > mib:
                     failed.append(f"{policy} {span}: {r['peak_mib']:.0f} MiB > {mib:.0f} MiB")
+    for name, r in small.items():
+        if r["cpu_seconds"] > WORKLOAD_6_BARS[name]:
+            bar = WORKLOAD_6_BARS[name]
+            failed.append(f"workload-6 {name}: {r['cpu_seconds']:.2f} s CPU > {bar:.0f} s")
     saved = (
         json.loads((RESULTS / "philly.json").read_text())
         if (RESULTS / "philly.json").exists()
@@ -183,6 +258,7 @@ def main() -> None:
             "runs": runs,
             "exponents": exponents,
             "days": days_of,
+            "workload_6": small or saved.get("workload_6", {}),
         },
     )
     print("bars: " + ("all met" if not failed else "missed: " + "; ".join(failed)))
