@@ -5,8 +5,10 @@ A fit takes about a dozen steps on a handful of rows, so a step's time was the f
 Python and numpy calls, not arithmetic. These kernels do the same IEEE operations in the same
 order as the numpy expressions and the plain-Python solver they replace (products rounded before
 they are summed, numpy's pairwise summation, no fast-math), so fits are bit-identical;
-the tests compare them. The transcendental parts of the fit (``log``, ``**``) stay in numpy,
-whose SIMD routines round differently from the C library's."""
+the tests compare them. Not BLAS or LAPACK: the kernels they pick for the machine's CPU sum in
+different orders, so fits would differ from one machine to another. The transcendental parts of
+the fit (``log``, ``**``) stay in numpy, whose SIMD routines round differently from the C
+library's."""
 
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ def _first_half(count):
 def _pairwise_sum(values, count):
     """numpy's summation of ``values[:count]`` as it reduces a contiguous axis: blocks of up to
     128 (:func:`_block_sum`), larger runs split in halves (a multiple of 8 first) and the halves'
-    sums added. The halving is walked with an explicit stack: numba's cache cannot reload
-    recursive functions."""
+    sums added. The halving is walked with an explicit stack, not recursion: a recursive kernel
+    reloaded from numba's cache crashed the interpreter."""
     if count <= _BLOCK:
         return _block_sum(values, 0, count)
     starts = np.zeros(64, dtype=np.int64)
