@@ -1,5 +1,5 @@
-"""The throughput fit's compiled linear algebra (:mod:`goodput_sim.models.fit_kernels`) gives
-the bits of the numpy expressions and plain-Python solver it replaced, so fits are unchanged."""
+"""The throughput fit's compiled arithmetic (:mod:`goodput_sim.models.fit_kernels`) gives the
+bits of the numpy expressions and plain-Python solver it replaced, so fits are unchanged."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goodput_sim.models.fit_kernels import damped_solve, normal_equations
+from goodput_sim.models.throughput import TINY
+from goodput_sim.models.throughput_fit import LogFitObjective
 
 
 def python_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -73,3 +75,92 @@ def test_damped_solve_matches_the_python_solver_and_lapack(n, damping, seed):
 def test_damped_solve_reports_a_singular_system():
     _, solved = damped_solve(np.zeros((3, 3)), 0.0, np.ones(3), np.ones(3))
     assert not solved
+
+
+class NumpyObjective(LogFitObjective):
+    """The oracle: the fit's residuals and Jacobian as numpy expressions, before they were
+    compiled."""
+
+    def residuals(self, x):
+        theta = self.theta(x)
+        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
+        t_acc = alpha_c + beta_c * self.local_bsz
+        t_net = np.where(
+            self.inter,
+            alpha_n + beta_n * self.extra,
+            np.where(self.intra, alpha_r + beta_r * self.extra, TINY + TINY * self.extra),
+        )
+        big = np.maximum(t_acc, t_net)
+        u = np.minimum(t_acc, t_net) / big
+        ug = u**gamma
+        total = 1.0 + ug
+        self.oracle_last = (theta, t_acc, t_net, big, u, ug, total)
+        rows = self.rows
+        out = np.empty(2 * rows + 3)
+        out[:rows] = np.log(t_acc)
+        out[rows : 2 * rows] = np.log(big) + np.log(total) / gamma
+        out[: 2 * rows] = self.scale * (out[: 2 * rows] - self.targets)
+        c_gamma, c_net = np.sqrt(1e-3), np.sqrt(1e-2)
+        out[2 * rows :] = (
+            c_gamma * (gamma - 1.0),
+            c_net * beta_n / alpha_n,
+            c_net * beta_r / alpha_r,
+        )
+        return out
+
+    def jacobian(self, x):
+        self.residuals(x)
+        theta, t_acc, t_net, big, u, ug, total = self.oracle_last
+        _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
+        rows, scale, b = self.rows, self.scale, self.local_bsz
+        w_acc = (t_acc / big) ** gamma / total
+        w_net = (t_net / big) ** gamma / total
+        jac = np.zeros((2 * rows + 3, 7))
+        jac[:rows, 0] = scale / t_acc
+        jac[:rows, 1] = jac[:rows, 0] * b
+        jac[rows : 2 * rows, 0] = w_acc * jac[:rows, 0]
+        jac[rows : 2 * rows, 1] = jac[rows : 2 * rows, 0] * b
+        net = scale * w_net / t_net
+        jac[rows : 2 * rows, 2] = np.where(self.inter, net, 0.0)
+        jac[rows : 2 * rows, 3] = jac[rows : 2 * rows, 2] * self.extra
+        jac[rows : 2 * rows, 4] = np.where(self.intra, net, 0.0)
+        jac[rows : 2 * rows, 5] = jac[rows : 2 * rows, 4] * self.extra
+        log_u = np.log(np.maximum(u, 1e-300))
+        jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
+        jac[2 * rows, 6] = np.sqrt(1e-3)
+        c = np.sqrt(1e-2)
+        jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
+        jac[2 * rows + 2, 4:6] = (-c * beta_r / alpha_r**2, c / alpha_r)
+        return jac[:, self.free]
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal to the bit, any NaN matching any NaN."""
+    a, b = (np.where(np.isnan(v), np.nan, v) for v in (a, b))
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_objective_matches_its_numpy_oracle(seed):
+    """Residuals and Jacobian, bit for bit, on observations across nodes, within one node and
+    on one GPU, at points that include compute- and network-bound rows, huge and tiny
+    parameters and NaN (a NaN step is evaluated and rejected)."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(1, 30))
+    nodes = rng.integers(1, 4, rows).astype(float)
+    replicas = nodes * rng.integers(1, 5, rows)
+    local_bsz = rng.integers(8, 512, rows).astype(float)
+    log_acc, log_sync = rng.normal(-3, 1, rows), rng.normal(-2, 1, rows)
+    free = rng.random(7) < 0.8
+    free[0] = True
+    full = np.exp(rng.uniform(-12, 2, 7))
+    full[6] = rng.uniform(1, 10)
+    args = (nodes, replicas, local_bsz, log_acc, log_sync, full, free)
+    compiled, oracle = LogFitObjective(*args), NumpyObjective(*args)
+    for _ in range(5):
+        x = full[free] * np.exp(rng.uniform(-30, 30, free.sum()))
+        if rng.random() < 0.2:
+            x[rng.integers(free.sum())] = np.nan
+        with np.errstate(all="ignore"):
+            assert same_bits(compiled.residuals(x), oracle.residuals(x))
+            assert same_bits(compiled.jacobian(x), oracle.jacobian(x))

@@ -18,10 +18,10 @@ from goodput_sim.models.throughput import (
     TINY,
     ThroughputModel,
     ThroughputParams,
-    _LogFitObjective,
     network_time,
     step_times,
 )
+from goodput_sim.models.throughput_fit import LogFitObjective
 
 PARAMS = ThroughputParams(
     alpha_c=0.02, beta_c=0.0005, alpha_n=0.05, beta_n=0.004, alpha_r=0.01, beta_r=0.001, gamma=1.6
@@ -195,7 +195,7 @@ def test_fit_jacobian_matches_finite_differences(free):
     b = np.array([32.0, 64, 128, 64, 32, 128])
     acc, sync, _ = step_times(PARAMS, nodes, replicas, b)
     full = np.array([0.03, 0.0004, 0.08, 0.002, 0.02, 0.0003, 1.3])
-    objective = _LogFitObjective(nodes, replicas, b, np.log(acc) + 0.01, np.log(sync), full, free)
+    objective = LogFitObjective(nodes, replicas, b, np.log(acc) + 0.01, np.log(sync), full, free)
     x = full[free]
     numeric = np.empty((2 * len(b) + 3, len(x)))
     for k in range(len(x)):

@@ -1,5 +1,6 @@
-"""Compiled linear algebra of one Levenberg-Marquardt step of the throughput fit
-(:func:`goodput_sim.models.throughput.projected_levenberg_marquardt`).
+"""Compiled arithmetic of the throughput fit (:mod:`goodput_sim.models.throughput_fit`): the
+model's pieces, log errors and Jacobian at a point, and each Levenberg-Marquardt step's normal
+equations and damped solve.
 
 A fit takes about a dozen steps on a handful of rows, so a step's time was the fixed cost of
 Python and numpy calls, not arithmetic. These kernels do the same IEEE operations in the same
@@ -140,3 +141,83 @@ def damped_solve(hessian, damping, scaling, rhs):
             done += rows[k, j] * x[j]
         x[k] = (x[k] - done) / rows[k, k]
     return x, True
+
+
+@_jit
+def sync_terms(theta, local_bsz, inter, intra, extra, tiny):
+    """Per observation, the step-time model's pieces at parameters ``theta`` (SPEC 3.1):
+    T_acc, T_net, m = max(T_acc, T_net), u = min / m, the shares T_acc / m and T_net / m (one
+    array, T_acc's first) and max(u, 1e-300); NaN propagates as through np.maximum."""
+    rows = local_bsz.shape[0]
+    t_acc, t_net = np.empty(rows), np.empty(rows)
+    big, u, u_floor = np.empty(rows), np.empty(rows), np.empty(rows)
+    shares = np.empty(2 * rows)
+    for i in range(rows):
+        a = theta[0] + theta[1] * local_bsz[i]
+        if inter[i]:
+            n = theta[2] + theta[3] * extra[i]
+        elif intra[i]:
+            n = theta[4] + theta[5] * extra[i]
+        else:
+            n = tiny + tiny * extra[i]
+        m = a if (a >= n or a != a) else n
+        small = a if (a <= n or a != a) else n
+        t_acc[i], t_net[i], big[i] = a, n, m
+        u[i] = small / m
+        u_floor[i] = u[i] if (u[i] >= 1e-300 or u[i] != u[i]) else 1e-300
+        shares[i], shares[rows + i] = a / m, n / m
+    return t_acc, t_net, big, u, shares, u_floor
+
+
+@_jit
+def log_errors(logs, targets, scale, gamma, out):
+    """Fill ``out``'s first 2 x rows entries with the scaled log errors of compute and step
+    times, from ``logs`` = log T_acc, log m and log(1 + u^g) (in that order, rows each)."""
+    rows = targets.shape[0] // 2
+    for i in range(rows):
+        out[i] = scale * (logs[i] - targets[i])
+        out[rows + i] = scale * ((logs[rows + i] + logs[2 * rows + i] / gamma) - targets[rows + i])
+
+
+@_jit
+def log_error_jacobian(
+    t_acc,
+    t_net,
+    total,
+    ug,
+    powered,
+    log_total,
+    log_u,
+    local_bsz,
+    extra,
+    inter,
+    intra,
+    scale,
+    gamma,
+    gamma_sq,
+):
+    """The log errors' derivatives in all seven parameters (prior rows left zero), from
+    :func:`sync_terms`' pieces, ``powered`` = its shares to the power gamma, ``log_total`` =
+    log(1 + u^g), ``log_u`` = log max(u, 1e-300) and ``gamma_sq`` = gamma ** 2."""
+    rows = t_acc.shape[0]
+    jac = np.zeros((2 * rows + 3, 7))
+    for i in range(rows):
+        w_acc = powered[i] / total[i]  # share of T_acc^g in the gamma-norm
+        w_net = powered[rows + i] / total[i]
+        d_acc = scale / t_acc[i]
+        jac[i, 0] = d_acc
+        jac[i, 1] = d_acc * local_bsz[i]
+        d_sync = w_acc * d_acc
+        jac[rows + i, 0] = d_sync
+        jac[rows + i, 1] = d_sync * local_bsz[i]
+        net = scale * w_net / t_net[i]
+        across = net if inter[i] else 0.0
+        within = net if intra[i] else 0.0
+        jac[rows + i, 2] = across
+        jac[rows + i, 3] = across * extra[i]
+        jac[rows + i, 4] = within
+        jac[rows + i, 5] = within * extra[i]
+        jac[rows + i, 6] = scale * (
+            -log_total[i] / gamma_sq + ug[i] * log_u[i] / (gamma * total[i])
+        )
+    return jac

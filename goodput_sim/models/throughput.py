@@ -9,7 +9,6 @@ An optimizer step with ``s`` accumulation steps takes ``s * T_acc + T_sync``.
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import astuple, dataclass, fields
 
@@ -21,8 +20,6 @@ PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "g
 _INITIAL = np.array([0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001])
 _LOWER = np.array([TINY] * 6 + [1.0])
 _UPPER = np.array([np.inf] * 6 + [10.0])
-_GAMMA_PRIOR, _NET_PRIOR = 1e-3, 1e-2  # regularisation weights of SPEC 3.3
-_SQRT_GAMMA_PRIOR, _SQRT_NET_PRIOR = math.sqrt(_GAMMA_PRIOR), math.sqrt(_NET_PRIOR)
 
 
 @dataclass(frozen=True)
@@ -85,137 +82,6 @@ def step_times(
     return t_acc, t_sync, t_iter
 
 
-class _LogFitObjective:
-    """Residuals of the fit (scaled log errors of compute and step times, then the three SPEC 3.3
-    priors) and their exact Jacobian, over the free parameters.
-
-    Everything that depends only on the observations is computed once per fit, and the Jacobian
-    reuses the intermediate values of the residuals at the same point: the solver always asks for
-    the Jacobian at the point whose residuals it has just accepted."""
-
-    def __init__(self, nodes, replicas, local_bsz, log_acc, log_sync, full, free):
-        self.local_bsz = local_bsz
-        self.extra = np.maximum(replicas - 2.0, TINY)
-        self.inter = nodes > 1
-        self.intra = ~self.inter & (replicas > 1)
-        self.targets = np.concatenate([log_acc, log_sync])
-        self.rows = len(local_bsz)
-        self.scale = 1.0 / np.sqrt(self.rows)
-        self.full, self.free = full, free
-        self._last: tuple | None = None
-
-    def theta(self, x: NDArray) -> NDArray:
-        """All seven parameters with the free ones set to ``x``."""
-        theta = self.full.copy()
-        theta[self.free] = x
-        return theta
-
-    def residuals(self, x: NDArray) -> NDArray:
-        theta = self.theta(x)
-        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
-        t_acc = alpha_c + beta_c * self.local_bsz
-        t_net = _network_seconds(
-            alpha_n, beta_n, alpha_r, beta_r, self.inter, self.intra, self.extra
-        )
-        # log T_sync = log m + log(1 + u^g)/g with m = max(T_acc, T_net), u = min/max.
-        big = np.maximum(t_acc, t_net)
-        u = np.minimum(t_acc, t_net) / big
-        ug = u**gamma
-        total = 1.0 + ug
-        self._last = (x, theta, t_acc, t_net, big, u, ug, total)
-        rows = self.rows
-        out = np.empty(2 * rows + 3)
-        out[:rows] = np.log(t_acc)
-        out[rows : 2 * rows] = np.log(big) + np.log(total) / gamma
-        out[: 2 * rows] = self.scale * (out[: 2 * rows] - self.targets)
-        out[2 * rows :] = (
-            _SQRT_GAMMA_PRIOR * (gamma - 1.0),
-            _SQRT_NET_PRIOR * beta_n / alpha_n,
-            _SQRT_NET_PRIOR * beta_r / alpha_r,
-        )
-        return out
-
-    def jacobian(self, x: NDArray) -> NDArray:
-        if self._last is None or self._last[0] is not x:
-            self.residuals(x)
-        _, theta, t_acc, t_net, big, u, ug, total = self._last
-        _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
-        rows, scale, b = self.rows, self.scale, self.local_bsz
-        w_acc = (t_acc / big) ** gamma / total  # share of T_acc^g in the gamma-norm
-        w_net = (t_net / big) ** gamma / total
-        jac = np.zeros((2 * rows + 3, 7))
-        jac[:rows, 0] = scale / t_acc
-        jac[:rows, 1] = jac[:rows, 0] * b
-        jac[rows : 2 * rows, 0] = w_acc * jac[:rows, 0]
-        jac[rows : 2 * rows, 1] = jac[rows : 2 * rows, 0] * b
-        net = scale * w_net / t_net
-        jac[rows : 2 * rows, 2] = np.where(self.inter, net, 0.0)
-        jac[rows : 2 * rows, 3] = jac[rows : 2 * rows, 2] * self.extra
-        jac[rows : 2 * rows, 4] = np.where(self.intra, net, 0.0)
-        jac[rows : 2 * rows, 5] = jac[rows : 2 * rows, 4] * self.extra
-        log_u = np.log(np.maximum(u, 1e-300))
-        jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
-        jac[2 * rows, 6] = _SQRT_GAMMA_PRIOR
-        c = _SQRT_NET_PRIOR
-        jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
-        jac[2 * rows + 2, 4:6] = (-c * beta_r / alpha_r**2, c / alpha_r)
-        return jac[:, self.free]
-
-
-def _sum_of_squares(r: NDArray) -> float:
-    return float(np.sum(r * r))
-
-
-def projected_levenberg_marquardt(
-    residuals, jacobian, x0: NDArray, lower: NDArray, upper: NDArray, max_iter: int = 200
-) -> tuple[NDArray, bool]:
-    """Minimise ``|residuals(x)|^2`` within box bounds: Levenberg-Marquardt steps (Marquardt's
-    diagonal scaling) on the parameters not held at a bound by the gradient, projected back
-    into the box. For 7 parameters this is a few microseconds of linear algebra per step, where
-    scipy's bounded trust-region solver spends milliseconds of Python per fit."""
-    # Imported here, not at the top: numba costs every command 80 ms, and only fits need it.
-    from goodput_sim.models.fit_kernels import damped_solve, normal_equations
-
-    x = np.minimum(np.maximum(x0, lower), upper)
-    r = residuals(x)
-    cost = _sum_of_squares(r)
-    damping = 1e-3
-    for _ in range(max_iter):
-        jac = jacobian(x)
-        grad, hessian = normal_equations(jac, r)
-        move = ~(((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0)))
-        if not move.all():  # work on the parameters free to move
-            if not move.any():
-                return x, True
-            grad, low, high = grad[move], lower[move], upper[move]
-            hessian = hessian[np.ix_(move, move)]
-        else:
-            low, high = lower, upper
-        if np.abs(grad).max() < 1e-14:
-            return x, True
-        scaling = np.maximum(hessian.diagonal(), 1e-12)
-        while True:
-            step, solved = damped_solve(hessian, damping, scaling, -grad)
-            if not solved:
-                damping *= 10.0
-                continue
-            trial = x.copy()
-            trial[move] = np.minimum(np.maximum(x[move] + step, low), high)
-            r_trial = residuals(trial)
-            cost_trial = _sum_of_squares(r_trial)
-            if math.isfinite(cost_trial) and cost_trial < cost:
-                improvement = cost - cost_trial
-                x, r, cost = trial, r_trial, cost_trial
-                damping = max(damping / 3.0, 1e-12)
-                if improvement <= 1e-8 * cost + 1e-18:  # scipy's default ftol
-                    return x, True
-                break
-            damping *= 4.0
-            if damping > 1e12:
-                return x, True  # no step improves: a (bounded) minimum
-    return x, False
-
-
 class ThroughputModel:
     """Estimator for :class:`ThroughputParams` (scikit-learn style: ``fit`` returns self).
 
@@ -252,7 +118,13 @@ class ThroughputModel:
         full = np.clip(initial, _LOWER, _UPPER)
         for name, value in frozen.items():
             full[PARAM_NAMES.index(name)] = value
-        objective = _LogFitObjective(nodes, replicas, local_bsz, log_acc, log_sync, full, free)
+        # Imported here: the solver's compiled kernels load numba (80 ms), which only fits need.
+        from goodput_sim.models.throughput_fit import (
+            LogFitObjective,
+            projected_levenberg_marquardt,
+        )
+
+        objective = LogFitObjective(nodes, replicas, local_bsz, log_acc, log_sync, full, free)
         x0 = np.clip(full[free], _LOWER[free] * (1 + 1e-9), _UPPER[free])
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
