@@ -42,22 +42,15 @@ class ThroughputParams:
 
 
 def network_time(params: ThroughputParams, nodes: ArrayLike, replicas: ArrayLike) -> NDArray:
-    """Gradient-exchange time for jobs spread over ``nodes`` nodes with ``replicas`` GPUs."""
+    """Gradient-exchange time for jobs spread over ``nodes`` nodes with ``replicas`` GPUs
+    (SPEC 3.1): across nodes, else within one node (more than one GPU), else a single GPU."""
     nodes = np.asarray(nodes, dtype=np.float64)
     replicas = np.asarray(replicas, dtype=np.float64)
     extra = np.maximum(replicas - 2.0, TINY)
     p = params
-    return _network_seconds(
-        p.alpha_n, p.beta_n, p.alpha_r, p.beta_r, nodes > 1, replicas > 1, extra
-    )
-
-
-def _network_seconds(alpha_n, beta_n, alpha_r, beta_r, across, within, extra) -> NDArray:
-    """SPEC 3.1's T_net from where the GPUs are: ``across`` nodes, else ``within`` one node
-    (more than one GPU), else a single GPU; ``extra`` is max(R - 2, tiny)."""
-    inter = alpha_n + beta_n * extra
-    intra = alpha_r + beta_r * extra
-    return np.where(across, inter, np.where(within, intra, TINY + TINY * extra))
+    inter = p.alpha_n + p.beta_n * extra
+    intra = p.alpha_r + p.beta_r * extra
+    return np.where(nodes > 1, inter, np.where(replicas > 1, intra, TINY + TINY * extra))
 
 
 def gamma_norm(a: ArrayLike, b: ArrayLike, gamma: ArrayLike) -> NDArray:
