@@ -143,7 +143,7 @@ def workload_6(folder: Path) -> dict[str, dict]:
 
 def slices(days: list[str], folder: Path) -> dict[str, Path]:
     """Workload CSVs of the log: ``days`` from START, or ``all``."""
-    from goodput_sim.philly import REFERENCE_LOG, philly_workload, read_philly_log
+    from goodput_sim.inputs.philly import REFERENCE_LOG, philly_workload, read_philly_log
 
     if not REFERENCE_LOG.is_file():
         raise SystemExit(f"the reference log is absent ({REFERENCE_LOG.name}); nothing to replay")

@@ -18,7 +18,7 @@ import pandas as pd
 from common import RESULTS, in_fresh_process, machine, peak_rss_mib, save
 
 from goodput_sim.api import run
-from goodput_sim.workload import (
+from goodput_sim.inputs.workload import (
     PRESETS,
     bundled_path,
     generate_workload,

@@ -12,7 +12,7 @@ import time
 from common import REFERENCE, machine, save
 
 from goodput_sim.api import DEFAULT_POLICIES
-from goodput_sim.sweep import sweep
+from goodput_sim.experiments.sweep import sweep
 
 
 def main() -> None:

@@ -54,9 +54,9 @@ from hostile_cases import Case, all_cases, json_paths, make_bases  # noqa: E402
 from hostile_cases import run_case as hostile_run  # noqa: E402
 
 from goodput_sim.errors import InputError  # noqa: E402
-from goodput_sim.saved import MAX_SEED, SWEEP_COLUMNS, read_table  # noqa: E402
+from goodput_sim.inputs.workload import MAX_LOAD  # noqa: E402
+from goodput_sim.results.saved import MAX_SEED, SWEEP_COLUMNS, read_table  # noqa: E402
 from goodput_sim.spec import setting  # noqa: E402
-from goodput_sim.workload import MAX_LOAD  # noqa: E402
 
 HEADER = "name,time,application,num_replicas,batch_size"
 BASE_JOBS = [

@@ -22,7 +22,6 @@ from tqdm import tqdm
 
 from goodput_sim import jsonio
 from goodput_sim.agents import BatchAgent, agent_class
-from goodput_sim.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.engine import (
     NO_FAILURE_INTERVAL,
     SimConfig,
@@ -32,13 +31,14 @@ from goodput_sim.engine import (
     pool_cluster,
 )
 from goodput_sim.errors import InputError
-from goodput_sim.failures import FailureModel
-from goodput_sim.metrics import claim_check, run_summary
+from goodput_sim.inputs.cluster import ClusterSpec, check_gpu_types, parse_cluster
+from goodput_sim.inputs.failures import FailureModel
+from goodput_sim.inputs.workload import bundled_path, check_workload, load_workload
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
+from goodput_sim.results.metrics import claim_check, run_summary
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.spec import build_config
-from goodput_sim.workload import bundled_path, check_workload, load_workload
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
 
@@ -447,7 +447,7 @@ def write_run(
         manifest["summary"] = summary
     (out / "manifest.json").write_text(jsonio.dumps(manifest) + "\n")
     if figure:
-        from goodput_sim.plots import caption_of, jct_cdf  # matplotlib: a third of a second
+        from goodput_sim.results.plots import caption_of, jct_cdf  # matplotlib: a third of a second
 
         name = result.policy["name"]
         jct_cdf({name: result.jobs}, out / "jct_cdf.png", caption_of({name: manifest}))

@@ -45,8 +45,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from goodput_sim.cluster import NodeGroup
 from goodput_sim.errors import InputError
+from goodput_sim.inputs.cluster import NodeGroup
 from goodput_sim.params import Param, resolve
 from goodput_sim.policies.base import JobView
 from goodput_sim.policies.elastic import BestGoodputs

@@ -39,11 +39,10 @@ from numpy.typing import NDArray
 from goodput_sim.agents import BatchAgent, get_agent
 from goodput_sim.agents.base import validated_plan
 from goodput_sim.autoscale import AutoscaleConfig, pool_groups
-from goodput_sim.cluster import ClusterSpec, interference_flags
 from goodput_sim.errors import InputError
-from goodput_sim.failures import Failure, FailureModel
-from goodput_sim.fairness import IsolatedTimes, fairness_table
-from goodput_sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
+from goodput_sim.inputs.cluster import ClusterSpec, interference_flags
+from goodput_sim.inputs.failures import Failure, FailureModel
+from goodput_sim.inputs.workload import job_category
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.limits import Limits, for_category
 from goodput_sim.models.lr import LRSchedule, schedule_for
@@ -54,6 +53,8 @@ from goodput_sim.profiles.typed import TypedProfile, as_typed
 from goodput_sim.sim.budget import check_work
 from goodput_sim.sim.clock import Cause, SimEvent, after, run_clock
 from goodput_sim.sim.dynamics import NodeStates, held_nodes
+from goodput_sim.sim.fairness import IsolatedTimes, fairness_table
+from goodput_sim.sim.jobs import BeliefView, FitMemo, Job, JobBelief, JobSpec
 from goodput_sim.sim.lr_progress import SeedObjective, StepLog, example_budget, static_batch
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.progress import (
@@ -66,7 +67,6 @@ from goodput_sim.sim.progress import (
 from goodput_sim.sim.recording import gpu_hours_by_type, jobs_table, round_record, round_row
 from goodput_sim.sim.threads import one_blas_thread
 from goodput_sim.spec import MAX_EVENTS, check_config
-from goodput_sim.workload import job_category
 
 MAX_IDEAL_SECONDS = 365 * 86400.0  # a job needing longer even alone is an input error
 MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
@@ -123,7 +123,7 @@ class SimResult:
     policy_seconds: list[float] = field(default_factory=list)
     stopped: str | None = None  # why a run ended before every job finished, if a guard did
     cluster_summary: dict = field(default_factory=dict)  # node-hours, failures, cost
-    # Finish-time fairness per job (goodput_sim.fairness), computed when first read: most runs
+    # Finish-time fairness per job (goodput_sim.sim.fairness), computed when first read: most runs
     # in tests and sweeps read it once, through the summary, and many never do.
     fairness_source: Callable[[], pd.DataFrame | None] | None = field(default=None, repr=False)
 
@@ -138,9 +138,9 @@ class SimResult:
 
     @functools.cached_property
     def summary(self) -> dict:
-        """The run's statistics (:func:`goodput_sim.metrics.run_summary`), as its manifest holds
-        them."""
-        from goodput_sim.metrics import run_summary
+        """The run's statistics (:func:`goodput_sim.results.metrics.run_summary`), as its
+        manifest holds them."""
+        from goodput_sim.results.metrics import run_summary
 
         return run_summary(self)
 
@@ -429,7 +429,7 @@ class Simulation:
         )
 
     def _fairness(self, jobs: pd.DataFrame) -> Callable[[], pd.DataFrame] | None:
-        """What computes each job's finish-time fairness (:mod:`goodput_sim.fairness`), holding
+        """What computes each job's finish-time fairness (:mod:`goodput_sim.sim.fairness`), holding
         only its inputs; None under the lr-aware progress model, whose work is not the noise
         model's epochs."""
         if self.config.progress == "lr-aware" or not len(jobs):

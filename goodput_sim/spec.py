@@ -9,7 +9,7 @@ an axis of the sweep), the config a manifest records and its replay, and :func:`
 content hash under which a sweep stores and reuses a run.
 
 A setting's name is its ``--config`` key, its experiment-file key and, with dashes, its CLI
-option. Failure settings build a :class:`~goodput_sim.failures.FailureModel` seeded with the
+option. Failure settings build a :class:`~goodput_sim.inputs.failures.FailureModel` seeded with the
 run's seed; autoscaling settings an :class:`~goodput_sim.autoscale.AutoscaleConfig`. Those two
 classes check their own fields (their messages name the CLI option); the ranges declared here
 for them are the ones they enforce (a test holds the two together).
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goodput_sim.autoscale import AUTOSCALERS, AutoscaleConfig
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.errors import InputError
-from goodput_sim.failures import REPAIRS, Failure, FailureModel, read_failure_trace
+from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.failures import REPAIRS, Failure, FailureModel, read_failure_trace
 from goodput_sim.models.lr import parse_overrides
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import heapq
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import distributed_cells
+from goodput_sim.inputs.cluster import distributed_cells
 from goodput_sim.policies.local_search import _cost, _movers
 from goodput_sim.policies.problem import AllocationProblem
 

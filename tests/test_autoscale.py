@@ -21,12 +21,12 @@ from goodput_sim.autoscale import (
     UtilityAutoscaler,
     pool_groups,
 )
-from goodput_sim.cluster import ClusterSpec, NodeGroup, parse_cluster
 from goodput_sim.engine import SimConfig, Simulation, pool_cluster
-from goodput_sim.jobs import JobBelief
+from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, parse_cluster
 from goodput_sim.policies import JobView
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.jobs import JobBelief
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 BIG = "cifar10,16,2048"  # one 16-GPU job: 4 nodes of 4 GPUs

@@ -8,10 +8,10 @@ import pytest
 
 from goodput_sim import api
 from goodput_sim.agents import get_agent
-from goodput_sim.jobs import JobBelief
 from goodput_sim.models.efficiency import noise_scale
 from goodput_sim.models.tail import learning_rates, noise_blind_batches
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.jobs import JobBelief
 
 
 @pytest.fixture(scope="module")

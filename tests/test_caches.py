@@ -16,9 +16,9 @@ from test_measured_profile import write_measurements
 from goodput_sim.agents import get_agent
 from goodput_sim.agents.adaptive import _fastest_config
 from goodput_sim.agents.tail import _noise_blind_plan
-from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement, parse_cluster
 from goodput_sim.engine import SimConfig, Simulation
-from goodput_sim.jobs import BeliefView, FitMemo, JobBelief
+from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, packed_placement, parse_cluster
+from goodput_sim.inputs.sources import WorkloadSource
 from goodput_sim.models.goodput import fixed_batch_config, without_statistics
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies import JobView, Snapshot, get_policy
@@ -32,7 +32,7 @@ from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.base import FrozenProfile, iteration_seconds
 from goodput_sim.profiles.measured import MeasuredProfile
 from goodput_sim.profiles.typed import TypedProfile
-from goodput_sim.sources import WorkloadSource
+from goodput_sim.sim.jobs import BeliefView, FitMemo, JobBelief
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]

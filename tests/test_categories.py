@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from goodput_sim import api
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
+from goodput_sim.inputs.workload import categorize, load_workload, write_workload
 from goodput_sim.models.goodput import GoodputModel, fixed_batch_config
 from goodput_sim.models.limits import Limits, for_category
 from goodput_sim.models.throughput import ThroughputParams
 from goodput_sim.policies import Decision
 from goodput_sim.profiles import load_profiles
-from goodput_sim.workload import categorize, load_workload, write_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "traces" / "workloads" / "default.csv"

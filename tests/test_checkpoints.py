@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig, Simulation, young_daly
 from goodput_sim.errors import InputError
-from goodput_sim.failures import FailureModel
+from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.policies import get_policy
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
@@ -227,7 +227,7 @@ def test_the_failure_free_twin_of_an_auto_interval_run_checkpoints_daily(profile
     """``compare`` (and ``run``) set a failing run against its twin with nothing failing; an
     auto interval there is Young/Daly's with an infinite MTBF, one day, not a refusal."""
     from goodput_sim.api import failure_free
-    from goodput_sim.metrics import run_summary
+    from goodput_sim.results.metrics import run_summary
 
     config = SimConfig(
         checkpoint_interval="auto",

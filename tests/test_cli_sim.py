@@ -398,7 +398,7 @@ def test_cluster_yaml_not_utf8(small_csv, tmp_path):
 
 
 def test_shipped_cluster_configs_parse():
-    from goodput_sim.cluster import parse_cluster
+    from goodput_sim.inputs.cluster import parse_cluster
 
     configs = Path(__file__).resolve().parents[1] / "configs"
     assert str(parse_cluster(configs / "cluster-16x4.yaml")) == "16x4"
@@ -473,7 +473,7 @@ def test_policy_params_are_validated(value, expected, small_csv, tmp_path):
 
 def test_claim_check_sets_goodput_against_baselines_only(small_csv, tmp_path):
     from goodput_sim.api import baselines
-    from goodput_sim.metrics import claim_check
+    from goodput_sim.results.metrics import claim_check
 
     assert baselines(["goodput", "goodput-ga", "tiresias", "fifo"]) == ["tiresias", "fifo"]
     summaries = {
@@ -545,7 +545,7 @@ def test_plot_redraws_figures_from_saved_results_alone(kind, small_csv, tmp_path
     assert drawn.exit_code == 0, drawn.output
     text = (tmp_path / f"{kind}.svg").read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
-    from goodput_sim.report import load_results
+    from goodput_sim.results.report import load_results
 
     caption = load_results(out).caption()
     assert caption == "small at load 1, 16x4 GPUs, fifo, goodput"  # workload, cluster, policies

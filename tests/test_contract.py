@@ -12,11 +12,11 @@ from test_engine import COLUMNS, MIXED
 
 from goodput_sim import api
 from goodput_sim.agents import agent_names, get_agent
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import Cause, SimConfig, Simulation
-from goodput_sim.jobs import BeliefView
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.policies import Decision, get_policy, policy_names
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.jobs import BeliefView
 
 SMALL = MIXED.iloc[:5].reset_index(drop=True)  # five jobs that fit a 2x4 cluster
 CLUSTER = ClusterSpec.uniform(2, 4)
@@ -219,8 +219,8 @@ def test_interference_avoidance_can_be_switched_off(profiles):
 def test_baselines_record_the_order_they_fill_nodes():
     """Most-free-first filling visits nodes in its own order, which the reference reads a split
     job's measured step time in (SPEC 5.9); node-id order reads another layout."""
-    from goodput_sim.jobs import Job, JobBelief, JobSpec
     from goodput_sim.policies.placement import keep_or_fill
+    from goodput_sim.sim.jobs import Job, JobBelief, JobSpec
 
     cluster = ClusterSpec.uniform(4, 4)
 

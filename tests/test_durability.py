@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from conftest import bundled_slices
 
-from goodput_sim.sweep import sweep
+from goodput_sim.experiments.sweep import sweep
 
 POLICIES = ["fifo", "tiresias", "optimus"]
 

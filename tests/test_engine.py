@@ -13,10 +13,9 @@ import pytest
 from round_records import allocation_entries
 
 from goodput_sim import api
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
-from goodput_sim.jobs import BeliefView, FitMemo, JobBelief
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.throughput import ThroughputModel
 from goodput_sim.policies import base as policy_base
 from goodput_sim.policies import get_policy, policy_names, register
@@ -24,6 +23,7 @@ from goodput_sim.policies.base import Decision, Policy
 from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.jobs import BeliefView, FitMemo, JobBelief
 
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig, Simulation
-from goodput_sim.failures import FailureModel
+from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles import load_profiles
 

@@ -15,8 +15,8 @@ from figure_layout import layout_problems
 
 from goodput_sim.cli import main
 from goodput_sim.experiments.batch_rules import run_batch_rules
-from goodput_sim.plots import batch_rules_figure
-from goodput_sim.stats import bootstrap_mean_ci
+from goodput_sim.results.plots import batch_rules_figure
+from goodput_sim.results.stats import bootstrap_mean_ci
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from goodput_sim import workload as wl
 from goodput_sim.api import bundled_workload
 from goodput_sim.cli import main
 from goodput_sim.experiments.grid import load_experiment
+from goodput_sim.inputs import workload as wl
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -15,7 +15,7 @@ from goodput_sim.api import bundled_workload
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
 from goodput_sim.experiments.grid import load_experiment
-from goodput_sim.sweep import ID_COLUMNS, Variant, run_grid
+from goodput_sim.experiments.sweep import ID_COLUMNS, Variant, run_grid
 
 TWO = """
 name: two

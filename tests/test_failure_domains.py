@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.cluster import ClusterSpec, parse_cluster
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
-from goodput_sim.failures import Failure, FailureModel, read_failure_trace
+from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
+from goodput_sim.inputs.failures import Failure, FailureModel, read_failure_trace
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 ONE_GPU = pd.read_csv(pd.io.common.StringIO(HEADER + "cifar10-0,0,cifar10,1,128\n"))
@@ -319,7 +319,7 @@ def test_a_trace_may_name_a_domain_and_is_checked_against_the_cluster(tmp_path):
 def test_the_failure_free_twin_drops_the_clusters_own_rates(tmp_path, profiles, slice40):
     """``compare`` sets a failing run against the same cluster with no failure or reclaim rate
     of its own (prices and spot groups kept), not against itself."""
-    from goodput_sim.metrics import run_summary
+    from goodput_sim.results.metrics import run_summary
 
     cluster = _cluster(tmp_path, "groups: [{nodes: 16, gpus_per_node: 4, mtbf_hours: 2}]")
     plain = cluster.without_failures()

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.fairness import contention, fairness_summary, isolated_seconds
-from goodput_sim.metrics import run_summary
+from goodput_sim.inputs.workload import load_workload
 from goodput_sim.profiles import load_profiles
-from goodput_sim.workload import load_workload
+from goodput_sim.results.metrics import run_summary
+from goodput_sim.sim.fairness import contention, fairness_summary, isolated_seconds
 
 DEFAULT = api.bundled_workload()
 

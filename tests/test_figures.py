@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from conftest import bundled_slices
 from figure_layout import layout_problems
 
-from goodput_sim import plots
 from goodput_sim.cli import main
-from goodput_sim.figures import RUN_KINDS, draw
-from goodput_sim.report import load_results
-from goodput_sim.sweep import sweep
+from goodput_sim.experiments.sweep import sweep
+from goodput_sim.results import plots
+from goodput_sim.results.figures import RUN_KINDS, draw
+from goodput_sim.results.report import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from goodput_sim import api
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
-from goodput_sim.workload import load_workload
+from goodput_sim.inputs.workload import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,13 +12,13 @@ import pytest
 from scipy.optimize import linprog
 
 from goodput_sim import api
-from goodput_sim.cluster import ClusterSpec, NodeGroup
-from goodput_sim.jobs import JobBelief
+from goodput_sim.experiments.validate import JOB_LEVEL_BARS, run_job_level
+from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup
 from goodput_sim.policies import JobView
 from goodput_sim.policies.gavel import allocation_row, assign_workers
 from goodput_sim.policies.gavel_lp import RoundScheduler, max_sum_throughput_allocation
 from goodput_sim.profiles import load_profiles
-from goodput_sim.validate import JOB_LEVEL_BARS, run_job_level
+from goodput_sim.sim.jobs import JobBelief
 
 ROOT = Path(__file__).resolve().parents[1]
 SIA = ROOT.parent / "shared" / "reference" / "sia-sosp23"

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 
 from goodput_sim import api
 from goodput_sim.cli import main
-from goodput_sim.cluster import ClusterSpec, NodeGroup, parse_cluster
+from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, parse_cluster
+from goodput_sim.inputs.workload import heterogeneous_variant, load_workload
 from goodput_sim.policies import Decision
 from goodput_sim.policies.sia import configurations
 from goodput_sim.profiles import TypedProfile, load_profiles
-from goodput_sim.workload import heterogeneous_variant, load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 SIA = ROOT.parent / "shared" / "reference" / "sia-sosp23"

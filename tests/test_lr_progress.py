@@ -21,12 +21,12 @@ from goodput_sim.agents import get_agent
 from goodput_sim.cli import main
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
-from goodput_sim.failures import FailureModel
-from goodput_sim.jobs import JobBelief
+from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.lr import DEFAULT_SCHEDULES, parse_overrides, parse_schedule
 from goodput_sim.models.tail import learning_rates
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.jobs import JobBelief
 from goodput_sim.sim.lr_progress import quadratic_loss, weighted_noise
 
 OBJECTIVE = ["lr_noise", "lr_noise_vs_static", "final_loss", "final_loss_vs_static"]

@@ -11,11 +11,8 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.cluster import ClusterSpec, NodeGroup, packed_placement, placement_of
 from goodput_sim.engine import SimConfig, Simulation
-from goodput_sim.jobs import JobBelief
-from goodput_sim.metrics import run_summary
-from goodput_sim.plots import cluster_size_over_time
+from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, packed_placement, placement_of
 from goodput_sim.policies import JobView, Snapshot
 from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.fifo import Fifo
@@ -23,6 +20,9 @@ from goodput_sim.policies.greedy import whole_node_costs
 from goodput_sim.policies.problem import AllocationProblem, speedup_table
 from goodput_sim.policies.sia import Config, configurations, place
 from goodput_sim.profiles import load_profiles
+from goodput_sim.results.metrics import run_summary
+from goodput_sim.results.plots import cluster_size_over_time
+from goodput_sim.sim.jobs import JobBelief
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
-from goodput_sim.philly import REFERENCE_LOG, philly_workload, read_philly_log
-from goodput_sim.workload import TUNED_CONFIGURATIONS, load_workload, philly_filter
+from goodput_sim.inputs.philly import REFERENCE_LOG, philly_workload, read_philly_log
+from goodput_sim.inputs.workload import TUNED_CONFIGURATIONS, load_workload, philly_filter
 
 JOB_LOG = Path(__file__).parent / "data" / "philly_job_log.json"
 

@@ -16,12 +16,18 @@ from hostile_cases import DELETE, EXPERIMENT, json_paths, set_at
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from goodput_sim.cluster import cluster_from_record
 from goodput_sim.errors import InputError
 from goodput_sim.experiments.grid import load_experiment
-from goodput_sim.saved import JOB_COLUMNS, ROUND_COLUMNS, SWEEP_COLUMNS, read_manifest, read_table
+from goodput_sim.inputs.cluster import cluster_from_record
+from goodput_sim.inputs.workload import MAX_LOAD
+from goodput_sim.results.saved import (
+    JOB_COLUMNS,
+    ROUND_COLUMNS,
+    SWEEP_COLUMNS,
+    read_manifest,
+    read_table,
+)
 from goodput_sim.spec import config_from_record
-from goodput_sim.workload import MAX_LOAD
 
 WORKLOAD = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,60,ncf,1,256\n"
 PROFILE = settings(

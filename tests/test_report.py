@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from goodput_sim.api import bundled_workload
 from goodput_sim.cli import main
-from goodput_sim.report import claim_table, load_results, policy_table, report_text
-from goodput_sim.sweep import sweep
+from goodput_sim.experiments.sweep import sweep
+from goodput_sim.results.report import claim_table, load_results, policy_table, report_text
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +206,7 @@ def test_a_broken_figure_is_caught_by_the_browser_check(comparison, tmp_path):
 
 
 def test_bootstrap_intervals_cover_known_means():
-    from goodput_sim.stats import reduction_ci
+    from goodput_sim.results.stats import reduction_ci
 
     rng = np.random.default_rng(1)
     base = rng.uniform(1, 3, 400)
@@ -278,7 +278,7 @@ def test_both_report_formats_word_verdicts_alike(comparison, tmp_path):
     results = load_results(comparison)
     verdicts = set(claim_table(results)["verdict"])
     assert verdicts
-    from goodput_sim.html_report import write_html
+    from goodput_sim.results.html_report import write_html
 
     write_html(results, tmp_path / "r.html")
     page, text = (tmp_path / "r.html").read_text(), report_text(results)

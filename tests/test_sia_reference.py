@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from goodput_sim.experiments.validate import JOB_LEVEL_BARS, run_job_level
 from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.throughput import ThroughputParams
 from goodput_sim.policies import get_policy
 from goodput_sim.policies.sia import Sia, reference_restart_penalty
 from goodput_sim.profiles import load_profiles
-from goodput_sim.validate import JOB_LEVEL_BARS, run_job_level
 
 ROOT = Path(__file__).resolve().parents[1]
 SIA = ROOT.parent / "shared" / "reference" / "sia-sosp23"

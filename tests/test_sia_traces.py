@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from goodput_sim import api
-from goodput_sim.cluster import parse_cluster
+from goodput_sim.inputs.cluster import parse_cluster
+from goodput_sim.inputs.workload import load_workload
 from goodput_sim.profiles import load_profiles
-from goodput_sim.workload import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT.parent / "shared" / "reference" / "sia-sosp23" / "workloads"

@@ -17,7 +17,7 @@ from goodput_sim.cli import main
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.experiments.grid import load_experiment
-from goodput_sim.failures import Failure, FailureModel
+from goodput_sim.inputs.failures import Failure, FailureModel
 from goodput_sim.spec import (
     BY_NAME,
     SETTINGS,
@@ -171,7 +171,7 @@ def test_applying_settings_changes_only_the_fields_they_touch():
 
 
 def _run_key(**change) -> str:
-    from goodput_sim.cluster import ClusterSpec
+    from goodput_sim.inputs.cluster import ClusterSpec
 
     inputs = dict(
         policy="fifo",
@@ -187,7 +187,7 @@ def _run_key(**change) -> str:
 
 
 def test_the_run_key_changes_with_every_input():
-    from goodput_sim.cluster import ClusterSpec
+    from goodput_sim.inputs.cluster import ClusterSpec
 
     same = _run_key()
     assert _run_key() == same

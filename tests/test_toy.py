@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from goodput_sim import toy
+from goodput_sim.models import toy
 
 TARGET = 1e-4
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from goodput_sim.validate import JobLevelBar, compare_jobs
+from goodput_sim.experiments.validate import JobLevelBar, compare_jobs
 
 BAR = JobLevelBar("gavel", "workload-1", "x.csv", 0.05, within_share=0.70)
 

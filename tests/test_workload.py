@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from goodput_sim import workload as wl
 from goodput_sim.errors import InputError
+from goodput_sim.inputs import workload as wl
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / ".." / "shared" / "reference" / "pollux-osdi21"

@@ -17,10 +17,10 @@ from numpy.typing import NDArray
 
 from goodput_sim.binding import SimulationBound
 from goodput_sim.errors import InputError
-from goodput_sim.jobs import BeliefView
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.limits import Limits
 from goodput_sim.params import Param, resolve
+from goodput_sim.sim.jobs import BeliefView
 
 BatchPlan = tuple[NDArray, NDArray]
 """(per-GPU batch, accumulation steps) for each upcoming epoch."""

@@ -8,7 +8,7 @@ import click
 
 from goodput_sim.cli import force_option, main, writable_file
 from goodput_sim.errors import InputError
-from goodput_sim.figures import RUN_KINDS, SWEEP_KINDS
+from goodput_sim.results.figures import RUN_KINDS, SWEEP_KINDS
 
 FORMATS = (".png", ".svg", ".pdf")  # what matplotlib writes that a paper takes
 
@@ -48,9 +48,9 @@ def plot_cmd(
     force: bool,
 ) -> None:
     """Redraw a figure from a run, comparison or sweep results folder, without rerunning."""
-    from goodput_sim.figures import draw
-    from goodput_sim.plots import save_figure
-    from goodput_sim.report import load_results
+    from goodput_sim.results.figures import draw
+    from goodput_sim.results.plots import save_figure
+    from goodput_sim.results.report import load_results
 
     data = load_results(results)
     kind = kind or ("load" if data.kind == "sweep" else "cdf")

@@ -36,7 +36,13 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None, f
     """Per load: each policy's mean average JCT with a 95% bootstrap interval (across the
     workloads and seeds of a sweep, or the jobs of a comparison), p95 JCT, makespan and
     utilisation; then goodput's reduction against each baseline beside the paper's 37-50%."""
-    from goodput_sim.report import claim_note, claim_table, load_results, policy_table, report_text
+    from goodput_sim.results.report import (
+        claim_note,
+        claim_table,
+        load_results,
+        policy_table,
+        report_text,
+    )
 
     if output is not None and output.suffix.lower() not in (".html", ".htm"):
         raise InputError("--output", f"expected an .html file, got {output.name!r}")
@@ -56,7 +62,7 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None, f
     else:
         click.echo(report_text(data))
     if output is not None:
-        from goodput_sim.html_report import write_html
+        from goodput_sim.results.html_report import write_html
 
         chosen = [j.strip() for j in jobs.split(",") if j.strip()] if jobs else None
         click.echo(f"drawing the figures of {output} ...", err=True)  # seconds, not silence

@@ -30,10 +30,10 @@ from goodput_sim.api import (
 from goodput_sim.cli import main, profiles_option
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
-from goodput_sim.metrics import run_summary
 from goodput_sim.params import parse_assignments
-from goodput_sim.report import statistic_text
-from goodput_sim.saved import MAX_SEED, is_seed
+from goodput_sim.results.metrics import run_summary
+from goodput_sim.results.report import statistic_text
+from goodput_sim.results.saved import MAX_SEED, is_seed
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS, MAX_GRID_RUNS
 from goodput_sim.spec import BY_NAME, SETTINGS, Setting, build_config, with_settings
 
@@ -93,7 +93,7 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
     that become its defaults; options given on the command line win."""
     if path is None:
         return None
-    from goodput_sim.safe_yaml import load_yaml
+    from goodput_sim.inputs.safe_yaml import load_yaml
 
     data = load_yaml(path)
     if not isinstance(data, dict):
@@ -255,7 +255,7 @@ def run_cmd(
         ]
         if given:
             raise InputError(f"--{given[0].replace('_', '-')}", "cannot be set with --manifest")
-        from goodput_sim.replay import replay_arguments
+        from goodput_sim.results.replay import replay_arguments
 
         arguments = replay_arguments(manifest)
         policy, workload, profiles = (arguments[k] for k in ("policy", "workload", "profiles"))
@@ -412,8 +412,8 @@ def write_comparison(
         write_run(result, out / name, inputs, seed, hashes=hashes, summary=summary, params=params)
     (out / "summary.json").write_text(jsonio.dumps(comparison.as_json()) + "\n")
     comparison.summary.rename_axis("policy").to_csv(out / "summary.csv", float_format="%.6f")
-    from goodput_sim.plots import interval_bars, jct_cdf
-    from goodput_sim.report import load_results, policy_table
+    from goodput_sim.results.plots import interval_bars, jct_cdf
+    from goodput_sim.results.report import load_results, policy_table
 
     saved = load_results(out)
     caption = saved.caption()
@@ -518,7 +518,7 @@ def demo_cmd(out: Path, workers: int, quiet: bool) -> None:
 )
 def policies_cmd(fmt: str) -> None:
     """List the registered policies and batch agents: aliases, default agent, parameters."""
-    from goodput_sim.catalog import catalog, catalog_text
+    from goodput_sim.cli.catalog import catalog, catalog_text
 
     if fmt == "json":
         click.echo(json.dumps(catalog(), indent=2, sort_keys=True))
@@ -542,7 +542,7 @@ def policies_cmd(fmt: str) -> None:
 def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
     """Fidelity checks: workload-6 average JCTs against the Pollux artifact's results, and
     the heterogeneous checks on the Sia artifact's Philly workloads."""
-    from goodput_sim.validate import (
+    from goodput_sim.experiments.validate import (
         WORKLOAD,
         check_fidelity,
         check_heterogeneous,
@@ -646,7 +646,7 @@ def sweep_cmd(
     """Run a resumable grid of runs: an EXPERIMENT file (policies x workloads x loads x seeds x
     clusters x intervals; see configs/), or --policies x --workloads x --seeds. Finished runs
     in --out are kept, so an interrupted sweep picks up where it stopped."""
-    from goodput_sim.sweep import run_grid, sweep
+    from goodput_sim.experiments.sweep import run_grid, sweep
 
     if experiment is not None:
         from goodput_sim.experiments.grid import load_experiment

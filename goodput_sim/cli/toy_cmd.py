@@ -1,4 +1,4 @@
-"""`goodput-sim toy ...`: print the scalar toy models from :mod:`goodput_sim.toy`.
+"""`goodput-sim toy ...`: print the scalar toy models from :mod:`goodput_sim.models.toy`.
 
 JSON output (``--format json``), stable keys:
 
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import click
 
-from goodput_sim import toy
 from goodput_sim.cli import main, profiles_option
+from goodput_sim.models import toy
 
 _FORMAT = click.option(
     "--format",

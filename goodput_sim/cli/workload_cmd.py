@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from goodput_sim import workload as wl
 from goodput_sim.cli import force_option, main, writable_file
 from goodput_sim.errors import InputError
-from goodput_sim.saved import MAX_SEED
+from goodput_sim.inputs import workload as wl
+from goodput_sim.results.saved import MAX_SEED
 
 
 @main.group("workload")
@@ -157,7 +157,7 @@ def philly_cmd(
     durations, mapped to applications by the generator's gpu-time rule. PATH is the Pollux
     artifact's philly.csv (the default, when present beside the checkout) or a cluster_job_log
     JSON file of the public Philly release."""
-    from goodput_sim import philly
+    from goodput_sim.inputs import philly
 
     writable_file(output, force=force)
     if path is None:

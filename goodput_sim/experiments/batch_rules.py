@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from goodput_sim import jsonio
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.engine import SimConfig
-from goodput_sim.stats import bootstrap_mean_ci
-from goodput_sim.sweep import sweep
+from goodput_sim.experiments.sweep import sweep
+from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.results.stats import bootstrap_mean_ci
 
 SCHEDULERS = ("goodput", "throughput", "tiresias")
 AGENTS: dict[str, tuple[str, dict]] = {
@@ -164,7 +164,7 @@ def run_batch_rules(
     out.mkdir(parents=True, exist_ok=True)
     report.to_csv(out / "report.csv", index=False, float_format="%.6g")
     (out / "report.json").write_text(jsonio.dumps(result.as_json(), sort_keys=False) + "\n")
-    from goodput_sim.plots import batch_rules_figure
+    from goodput_sim.results.plots import batch_rules_figure
 
     batch_rules_figure(report, out / "batch_rules.png", names, str(cluster))
     return result

@@ -39,7 +39,7 @@ from goodput_sim.experiments.intervals import (
     sample_name,
     settings_of,
 )
-from goodput_sim.stats import LEVEL
+from goodput_sim.results.stats import LEVEL
 
 NEEDED = ("policy", "variant", "cluster", "settings", "node_hours", "avg_jct", *SAMPLE)
 
@@ -352,7 +352,7 @@ def cost_jct_figure(report: CostJctReport, path: Path | None = None):
     """Node-hours (x) against average JCT (y, hours), one panel per policy: the fixed sizes as
     a line with interval bars in both directions, each rule as a point with 2-D interval bars
     (no bars below :data:`MIN_SAMPLES` samples)."""
-    from goodput_sim.plots import PALETTE, legend_outside, new_figure, save_figure
+    from goodput_sim.results.plots import PALETTE, legend_outside, new_figure, save_figure
 
     table = report.table
     policies = list(dict.fromkeys(table["policy"]))

@@ -33,8 +33,8 @@ from goodput_sim.experiments.intervals import (
     sample_name,
     settings_of,
 )
+from goodput_sim.results.stats import LEVEL
 from goodput_sim.spec import BY_NAME
-from goodput_sim.stats import LEVEL
 
 NEEDED = ("policy", "cluster", "settings", "avg_jct", "lost_gpu_hours", "node_failures", *SAMPLE)
 CHECKPOINTS = ("checkpoint_interval", "checkpoint_seconds", "reallocation_checkpoint")
@@ -145,7 +145,7 @@ def markdown(table: pd.DataFrame) -> str:
 def slowdown_figure(table: pd.DataFrame, path: Path | None = None):
     """Slowdown bars per condition, one group per policy, with the paired intervals (written
     to ``path`` when given); the figure."""
-    from goodput_sim.plots import legend_outside, new_figure, policy_colors, save_figure
+    from goodput_sim.results.plots import legend_outside, new_figure, policy_colors, save_figure
 
     failing = table[table["condition"] != NONE]
     conditions = list(dict.fromkeys(failing["condition"]))

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from goodput_sim.errors import InputError
-from goodput_sim.stats import bootstrap_mean_ci
+from goodput_sim.results.stats import bootstrap_mean_ci
 
 BOOTSTRAP_SEED = 20_251
 MIN_SAMPLES = 5  # fewer samples than this get no interval (the values say enough)

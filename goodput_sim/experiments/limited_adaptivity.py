@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from goodput_sim.cluster import ClusterSpec
-from goodput_sim.workload import categorize, load_workload, write_workload
+from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.workload import categorize, load_workload, write_workload
 
 POLICIES = ("sia", "goodput", "gavel")
 SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -48,7 +48,7 @@ def run_limited_adaptivity(
 ) -> pd.DataFrame:
     """Run (or resume) every policy on every mix into ``out``; the report (also written as
     ``out/report.csv``)."""
-    from goodput_sim.sweep import sweep
+    from goodput_sim.experiments.sweep import sweep
 
     mixes = categorized_workloads(files, out / "workloads", category, shares, seed)
     runs = sweep(

@@ -4,7 +4,7 @@ A policy overrides :meth:`Policy.allocate`: GPUs per node for every active job. 
 choose batch sizes: each job's batch agent (:mod:`goodput_sim.agents`) does, asked by the
 engine after the allocation; a policy names its ``default_agent`` and may pass per-job hints.
 
-Policies see frozen beliefs only (:class:`~goodput_sim.jobs.BeliefView`). A policy that is an
+Policies see frozen beliefs only (:class:`~goodput_sim.sim.jobs.BeliefView`). A policy that is an
 oracle by definition (Optimus+Oracle) sets ``needs_oracle = True`` and receives each job's true
 profile. Parameters are declared as data (``params``) and validated by :func:`get_policy`.
 """
@@ -20,12 +20,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.binding import SimulationBound
-from goodput_sim.cluster import ClusterSpec
 from goodput_sim.errors import InputError
-from goodput_sim.jobs import BeliefView
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.limits import Limits
 from goodput_sim.params import Param, resolve
 from goodput_sim.profiles.base import ApplicationProfile
+from goodput_sim.sim.jobs import BeliefView
 
 
 @dataclass(frozen=True)

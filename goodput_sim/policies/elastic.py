@@ -90,7 +90,7 @@ class ElasticPolicy(Policy):
         self.fairness = Fairness(self.values["p"])
         self._speedup_cache: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
         # Memoised per policy (one per simulation): jobs of one application that ran the same
-        # configurations share fitted parameters (:class:`goodput_sim.jobs.FitMemo`), and so
+        # configurations share fitted parameters (:class:`goodput_sim.sim.jobs.FitMemo`), and so
         # their best goodputs.
         self._best_goodputs = BestGoodputs()
         self._base_goodput = functools.lru_cache(maxsize=4096)(base_goodput)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register

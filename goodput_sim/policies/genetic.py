@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import distributed_cells
 from goodput_sim.errors import InputError
+from goodput_sim.inputs.cluster import distributed_cells
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Snapshot, honour_categories, register
 from goodput_sim.policies.elastic import ELASTIC_PARAMS, POWER_ORDER, Goodput

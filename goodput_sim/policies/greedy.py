@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import distributed_cells, packed_nodes
+from goodput_sim.inputs.cluster import distributed_cells, packed_nodes
 from goodput_sim.policies.local_search import local_search
 from goodput_sim.policies.problem import AllocationProblem
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 from goodput_sim.policies.placement import keep_or_fill, type_nodes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.policies.base import Decision, JobView
 
 

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import distributed_cells
+from goodput_sim.inputs.cluster import distributed_cells
 
 EPSILON = 1e-3
 

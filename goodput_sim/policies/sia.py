@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from goodput_sim.cluster import placement_of
+from goodput_sim.inputs.cluster import placement_of
 from goodput_sim.models.limits import Limits
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.errors import InputError
+from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.limits import JOB_FIELDS, Limits
 from goodput_sim.models.lr import parse_schedule
@@ -30,7 +31,6 @@ from goodput_sim.profiles.base import (
     interp_rows,
     linear_or_nearest,
 )
-from goodput_sim.safe_yaml import load_yaml
 
 SCHEMA_VERSION = 1
 

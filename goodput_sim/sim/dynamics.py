@@ -16,9 +16,9 @@ import simpy
 from numpy.typing import NDArray
 
 from goodput_sim.autoscale import AutoscaleConfig, ScaleView, make_autoscaler, removal_order
-from goodput_sim.cluster import ClusterSpec, FailureDomain, NodeGroup
 from goodput_sim.errors import InputError
-from goodput_sim.failures import Failure, FailureModel
+from goodput_sim.inputs.cluster import ClusterSpec, FailureDomain, NodeGroup
+from goodput_sim.inputs.failures import Failure, FailureModel
 from goodput_sim.policies.base import JobView
 from goodput_sim.sim.clock import At, Cause, SimEvent, after
 

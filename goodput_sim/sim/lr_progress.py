@@ -41,7 +41,7 @@ from goodput_sim.models.lr import LRSchedule
 from goodput_sim.profiles.base import ApplicationProfile
 
 if TYPE_CHECKING:
-    from goodput_sim.jobs import Job
+    from goodput_sim.sim.jobs import Job
 
 PROGRESS_MODELS = ("noise", "lr-aware")
 

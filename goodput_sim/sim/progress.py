@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.jobs import Job
 from goodput_sim.models.efficiency import gain
 from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
+from goodput_sim.sim.jobs import Job
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from goodput_sim.jobs import Job
+from goodput_sim.sim.jobs import Job
 from goodput_sim.sim.lr_progress import SeedObjective, static_batch
 from goodput_sim.sim.observe import RoundRecord, RunningJob
 

@@ -24,8 +24,8 @@ import pandas as pd
 import yaml
 
 from goodput_sim.errors import InputError, regular_file
+from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.models.limits import CATEGORIES
-from goodput_sim.safe_yaml import load_yaml
 
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 CATEGORY_COLUMN = "category"  # optional: adaptive (the default), scale-gpus or rigid
@@ -135,7 +135,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
 
 def bundled_path(name: str) -> Path:
     """Path of a file shipped in the repository's ``traces/`` folder (e.g. philly_stats.yaml)."""
-    return Path(__file__).resolve().parents[1] / "traces" / name
+    return Path(__file__).resolve().parents[2] / "traces" / name
 
 
 # --------------------------------------------------------------------------- loading workloads

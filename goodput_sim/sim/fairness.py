@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.goodput import fixed_batch_configs
 from goodput_sim.profiles.base import ApplicationProfile
 from goodput_sim.sim.progress import epoch_rates

@@ -66,8 +66,8 @@ def check_fidelity(reference: Path, bars: tuple[FidelityBar, ...] = BARS) -> lis
 
 
 # ------------------------------------------------------------------------- heterogeneous
-SIA_DEFAULT_MIX = Path(__file__).resolve().parents[1] / "configs" / "cluster-sia-default.yaml"
-SIA_HOMOGENEOUS = Path(__file__).resolve().parents[1] / "configs" / "cluster-sia-homogeneous.yaml"
+SIA_DEFAULT_MIX = Path(__file__).resolve().parents[2] / "configs" / "cluster-sia-default.yaml"
+SIA_HOMOGENEOUS = Path(__file__).resolve().parents[2] / "configs" / "cluster-sia-homogeneous.yaml"
 
 
 @dataclass(frozen=True)

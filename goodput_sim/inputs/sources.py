@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from goodput_sim import workload as wl
 from goodput_sim.errors import InputError
+from goodput_sim.inputs import workload as wl
 
 GENERATE_FIELDS = {
     "preset": str,

@@ -48,16 +48,16 @@ from goodput_sim.api import (
     staged_folder,
     write_run,
 )
-from goodput_sim.cluster import DEFAULT_GPU_TYPE, ClusterSpec, check_gpu_types
 from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError, Interrupted
-from goodput_sim.metrics import run_summary
+from goodput_sim.inputs.cluster import DEFAULT_GPU_TYPE, ClusterSpec, check_gpu_types
+from goodput_sim.inputs.sources import WorkloadSource
+from goodput_sim.inputs.workload import check_load, load_workload, write_workload
 from goodput_sim.profiles import load_profiles
+from goodput_sim.results.metrics import run_summary
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS
-from goodput_sim.sources import WorkloadSource
 from goodput_sim.spec import BY_NAME, SETTINGS, non_default, run_key, setting, with_settings
 from goodput_sim.units import manifest_units
-from goodput_sim.workload import check_load, load_workload, write_workload
 
 DEFAULT_CLUSTER = "16x4"
 DEFAULT_INTERVAL = 60.0

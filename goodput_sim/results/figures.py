@@ -1,5 +1,6 @@
-"""The figure kinds ``goodput-sim plot`` draws from saved results (:mod:`goodput_sim.report`),
-each by name, so the command, the tests and notebooks draw the same figure."""
+"""The figure kinds ``goodput-sim plot`` draws from saved results
+(:mod:`goodput_sim.results.report`), each by name, so the command, the tests and notebooks
+draw the same figure."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from goodput_sim.errors import InputError
 if TYPE_CHECKING:  # the kinds below are read by the CLI at start-up, without matplotlib
     from matplotlib.figure import Figure
 
-    from goodput_sim.report import Results
+    from goodput_sim.results.report import Results
 
 RUN_KINDS = ("cdf", "bars", "apps", "types", "utilization", "nodes", "timeline", "jobs")
 SWEEP_KINDS = ("load", "bars")
@@ -29,8 +30,8 @@ def draw(
     shows (default: the first), ``jobs`` the jobs (default: the three longest), ``load`` the
     load of a sweep's bars. One-line errors for what the results cannot show, all raised
     before ``started`` is called and the drawing begins."""
-    from goodput_sim import plots
-    from goodput_sim.report import policy_table
+    from goodput_sim.results import plots
+    from goodput_sim.results.report import policy_table
 
     allowed = SWEEP_KINDS if data.kind == "sweep" else RUN_KINDS
     if kind not in allowed:
@@ -82,7 +83,7 @@ def draw(
 
 def _jobs(data: Results, policy: str, chosen: list[str] | None) -> list[str]:
     """The jobs a jobs figure draws: those chosen, checked, or the three longest."""
-    from goodput_sim.html_report import longest_jobs
+    from goodput_sim.results.html_report import longest_jobs
 
     names = list(data.jobs[policy]["name"])
     chosen = chosen or longest_jobs(data.jobs[policy])  # as the HTML report picks

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from goodput_sim.api import baselines
-from goodput_sim.cluster import cluster_from_record
 from goodput_sim.errors import InputError
-from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
-from goodput_sim.saved import (
+from goodput_sim.inputs.cluster import cluster_from_record
+from goodput_sim.results.metrics import PAPER_CLAIM, REFERENCE_POLICY
+from goodput_sim.results.saved import (
     JOB_COLUMNS,
     ROUND_COLUMNS,
     SWEEP_COLUMNS,
@@ -31,8 +31,8 @@ from goodput_sim.saved import (
     read_manifest,
     read_table,
 )
+from goodput_sim.results.stats import bootstrap_mean_ci, content_rng, reduction_ci
 from goodput_sim.spec import config_from_record, values_of
-from goodput_sim.stats import bootstrap_mean_ci, content_rng, reduction_ci
 
 if TYPE_CHECKING:
     from goodput_sim.engine import SimConfig
@@ -60,7 +60,7 @@ class Results:
         """Workloads, loads, cluster(s) and (unless ``policies`` is false, for a figure of one
         policy) the policies, for figure titles."""
         if self.kind == "comparison":
-            from goodput_sim.plots import caption_of
+            from goodput_sim.results.plots import caption_of
 
             return caption_of(self.manifests, policies)
         workloads = sorted(set(self.runs["workload"]))
@@ -293,7 +293,7 @@ def interval_text(low: float, high: float, n: int, number: str) -> str:
 
 
 FAIRNESS_KEYS = ("ftf_rho_max", "ftf_rho_median", "ftf_unfair_fraction")
-"""Finish-time fairness of each run's summary (:mod:`goodput_sim.fairness`)."""
+"""Finish-time fairness of each run's summary (:mod:`goodput_sim.sim.fairness`)."""
 
 
 def _mean_of(part: pd.DataFrame, key: str) -> float:

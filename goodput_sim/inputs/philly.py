@@ -12,8 +12,8 @@ Two layouts are read:
 
 Jobs are filtered as the workload statistics are (duration >= 60 s, gpu_time < 1,000
 GPU-hours; SPEC 8.1) and mapped to applications by the generator's gpu-time bucket rule
-(:data:`goodput_sim.workload.BUCKETS`): the draw among a bucket's applications is made over the
-whole filtered log in submission order, so a slice holds the same jobs with the same
+(:data:`goodput_sim.inputs.workload.BUCKETS`): the draw among a bucket's applications is made
+over the whole filtered log in submission order, so a slice holds the same jobs with the same
 applications as the whole trace.
 """
 
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from goodput_sim import workload as wl
 from goodput_sim.errors import InputError
+from goodput_sim.inputs import workload as wl
 
 REFERENCE_LOG = (
-    Path(__file__).resolve().parents[2] / "shared/reference/pollux-osdi21/traces/philly.csv"
+    Path(__file__).resolve().parents[3] / "shared/reference/pollux-osdi21/traces/philly.csv"
 )
 """Where the Pollux artifact's flattened log sits beside a checkout (the default input)."""
 

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.errors import InputError
-from goodput_sim.safe_yaml import load_yaml
+from goodput_sim.inputs.safe_yaml import load_yaml
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles describe

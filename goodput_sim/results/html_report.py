@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from goodput_sim import __version__, plots
-from goodput_sim.metrics import PAPER_CLAIM, REFERENCE_POLICY
-from goodput_sim.report import (
+from goodput_sim import __version__
+from goodput_sim.results import plots
+from goodput_sim.results.metrics import PAPER_CLAIM, REFERENCE_POLICY
+from goodput_sim.results.report import (
     Results,
     claim_note,
     claim_table,

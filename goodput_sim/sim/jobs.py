@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.cluster import placement_of
+from goodput_sim.inputs.cluster import placement_of
 from goodput_sim.models.goodput import GoodputModel
 from goodput_sim.models.limits import Limits
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams

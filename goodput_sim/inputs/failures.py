@@ -3,7 +3,7 @@ failures, or read from a failure trace (``time,node,duration`` in seconds, one f
 line; ``node`` may name a failure domain of the cluster instead of a node id; an optional
 fourth column ``kind`` marks a spot node's ``reclaim`` instead of a ``failure``).
 
-A cluster may add its own processes (``goodput_sim.cluster``): a node group's own MTBF and
+A cluster may add its own processes (``goodput_sim.inputs.cluster``): a node group's own MTBF and
 repair time in place of the run's, failure domains whose every failure takes down all their
 nodes at once, and preemptible groups whose nodes the provider reclaims. Each process draws from
 its own seeded stream, so adding one never moves the draws of another.
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from goodput_sim.cluster import NAME, ClusterSpec, FailureDomain, NodeGroup
 from goodput_sim.errors import InputError, regular_file
+from goodput_sim.inputs.cluster import NAME, ClusterSpec, FailureDomain, NodeGroup
 
 REPAIRS = ("fixed", "exponential")
 LIFETIMES = ("exponential", "weibull")
