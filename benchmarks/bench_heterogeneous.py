@@ -24,8 +24,8 @@ import pandas as pd
 from common import in_fresh_process, machine, peak_rss_mib, save
 
 from goodput_sim.api import run
-from goodput_sim.engine import SimConfig
 from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup
+from goodput_sim.spec import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SIA = ROOT.parent / "shared" / "reference" / "sia-sosp23"

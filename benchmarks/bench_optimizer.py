@@ -15,12 +15,12 @@ import numpy as np
 from common import machine, save
 
 from goodput_sim.api import bundled_workload
-from goodput_sim.engine import Simulation
 from goodput_sim.inputs.workload import load_workload
 from goodput_sim.policies.genetic import solve_genetic
 from goodput_sim.policies.greedy import solve_greedy
 from goodput_sim.policies.recording import RecordingGoodput, sample_rounds
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.engine import Simulation
 
 
 def record_problems(workload: Path, profiles=None) -> list:

@@ -1,6 +1,6 @@
 """One function call per run: ``run`` a policy, or ``compare`` several on the same inputs.
 
-Both return pandas DataFrames (inside a :class:`~goodput_sim.engine.SimResult` or
+Both return pandas DataFrames (inside a :class:`~goodput_sim.sim.result.SimResult` or
 :class:`Comparison`) and are what the CLI calls.
 """
 
@@ -22,14 +22,7 @@ from tqdm import tqdm
 
 from goodput_sim import jsonio
 from goodput_sim.agents import BatchAgent, agent_class
-from goodput_sim.engine import (
-    NO_FAILURE_INTERVAL,
-    SimConfig,
-    SimResult,
-    Simulation,
-    has_failures,
-    pool_cluster,
-)
+from goodput_sim.autoscale import pool_cluster
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.inputs.failures import FailureModel
@@ -37,8 +30,11 @@ from goodput_sim.inputs.workload import bundled_path, check_workload, load_workl
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
+from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.observe import RoundObserver
-from goodput_sim.spec import build_config
+from goodput_sim.sim.result import SimResult
+from goodput_sim.spec import SimConfig, build_config, has_failures
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
 
@@ -280,7 +276,8 @@ def compare(
 def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimConfig, ClusterSpec]:
     """The twin of a failure run: no failure model, and the cluster without its own failure
     and reclaim rates (prices and spot groups kept). An ``auto`` checkpoint interval becomes
-    what Young/Daly gives with nothing failing (:data:`~goodput_sim.engine.NO_FAILURE_INTERVAL`)."""
+    what Young/Daly gives with nothing failing
+    (:data:`~goodput_sim.sim.dynamics.checkpoints.NO_FAILURE_INTERVAL`)."""
     config = config or SimConfig()
     interval = config.checkpoint_interval
     if interval == "auto":

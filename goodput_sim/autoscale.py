@@ -41,15 +41,17 @@ import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from goodput_sim.errors import InputError
-from goodput_sim.inputs.cluster import NodeGroup
+from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup
+from goodput_sim.models.speedup_table import BestGoodputs
 from goodput_sim.params import Param, resolve
-from goodput_sim.policies.base import JobView
-from goodput_sim.policies.elastic import BestGoodputs
+
+if TYPE_CHECKING:
+    from goodput_sim.policies.base import JobView
 
 MAX_POOL_NODES = 100_000  # the cluster's node bound (cluster.py), for the pool too
 
@@ -340,3 +342,11 @@ def pool_groups(groups: Sequence[NodeGroup], max_nodes: int) -> tuple[NodeGroup,
                 pool.append(replace(group, nodes=take))
             left -= take
     return tuple(pool)
+
+
+def pool_cluster(cluster: ClusterSpec, scale: AutoscaleConfig | None) -> ClusterSpec:
+    """The machines a run may use: the cluster, or with autoscaling ``max_nodes`` nodes taken
+    from the cluster's node groups in order, repeated as needed (:func:`pool_groups`)."""
+    if scale is None:
+        return cluster
+    return replace(cluster, groups=pool_groups(cluster.groups, scale.max_nodes))

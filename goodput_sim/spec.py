@@ -1,7 +1,7 @@
 """One run specification: every engine setting declared once, and the key of a whole run.
 
 Each :class:`Setting` names a value a run can be given (type, range or choices, unit, help,
-default) and where it lives in :class:`~goodput_sim.engine.SimConfig` (``interval``,
+default) and where it lives in :class:`SimConfig` (``interval``,
 ``failures.mtbf_hours``, ``autoscale.rule``...). From this one table come SimConfig's checks,
 the CLI options of ``run`` and ``compare`` (``--restart-delay``...), the keys of their
 ``--config`` files and of an experiment file's ``settings`` (every one of which may be a list:
@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,13 +34,48 @@ from goodput_sim.inputs.failures import REPAIRS, Failure, FailureModel, read_fai
 from goodput_sim.models.lr import parse_overrides
 
 if TYPE_CHECKING:
-    from goodput_sim.engine import SimConfig
+    from goodput_sim.profiles.base import ApplicationProfile
 
 DAY = 86400.0
 DECADE = 10 * 365 * DAY
 MAX_NODES = 100_000  # a failure trace read with no cluster in view is checked against this
 MAX_EVENTS = 20_000_000  # the default work budget: a few minutes of the slowest policy
 KEY_VERSION = 1  # bump when the run key's record changes meaning, so old runs are redone
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Engine settings (defaults follow the Pollux artifact, SPEC 5.9); their types, ranges,
+    units and CLI options are declared once in :mod:`goodput_sim.spec`."""
+
+    interval: float = 60.0  # seconds between scheduling rounds
+    restart_delay: float = 30.0  # seconds lost whenever a job's allocation changes
+    interference: float = 0.0  # slowdown of distributed jobs sharing a node (0, 0.25, 0.5)
+    horizon: float | None = None  # stop here; unfinished jobs are reported as such
+    oracle: bool = False  # policies see true throughput instead of online-fitted beliefs
+    # How a job split over nodes reads its measured step time: "allocation" takes the GPUs per
+    # node in the order the policy filled the nodes, as the reference does (SPEC 5.9 step 5);
+    # "node" takes them in node-id order. Placements are canonical up to rotation (SPEC 2.1),
+    # so the two differ only for jobs on three or more nodes with unequal shares.
+    placement_order: str = "allocation"
+    max_wall: float | None = None  # seconds of wall time after which a run stops, marked partial
+    stall_hours: float = 24.0  # simulated hours jobs may wait with none holding a GPU
+    max_events: int = MAX_EVENTS  # the work budget: job-rounds plus node failures and repairs
+    failures: FailureModel | None = None  # node failures and repairs (none by default)
+    checkpoint_interval: float | str | None = None  # seconds or "auto"; default: profile's/30 min
+    autoscale: AutoscaleConfig | None = None  # grow and shrink the cluster (fixed by default)
+    checkpoint_seconds: float | None = None  # save time; default: the profile's, else 0
+    reallocation_checkpoint: str = "free"  # "free" (AdaptDL), "charged" or "none"
+    # Training progress (sim.lr_progress): "noise" (Pollux's gain) or "lr-aware" (a fixed
+    # example budget, final loss from learning rate and noise); learning-rate schedules; the
+    # lr-aware descent; and whether to record seed 004's objective per job under "noise".
+    progress: str = "noise"
+    lr_schedule: str | None = None
+    lr_descent: float = 5.0
+    seed_objective: bool = False
+
+    def __post_init__(self) -> None:
+        check_config(self)  # against the declarations of goodput_sim.spec
 
 
 @dataclass(frozen=True)
@@ -497,7 +532,6 @@ def build_config(values: Mapping[str, Any], seed: int = 0, nodes: int | None = N
     """The SimConfig of flat setting ``values`` (missing ones at their defaults): failures are
     seeded with the run's ``seed`` and a failure trace file is read and checked against
     ``nodes`` (the cluster's, or ``max_nodes`` when autoscaling)."""
-    from goodput_sim.engine import SimConfig  # the engine checks its fields through this module
 
     given = resolve_settings(values)
     own = {s.field: given[s.name] for s in SETTINGS if s.group is None}
@@ -577,7 +611,6 @@ def config_from_record(record: Mapping[str, Any]) -> SimConfig:
     """The SimConfig a manifest's ``config`` records (``dataclasses.asdict`` of one), every
     key checked: an unknown key, a wrong type or a value out of its declared range is an error
     naming ``config.KEY`` (a record is read back only as this version wrote it)."""
-    from goodput_sim.engine import SimConfig
 
     if not isinstance(record, Mapping):
         raise InputError("config", "expected an object of engine settings")
@@ -693,3 +726,13 @@ def run_key(
     }
     text = json.dumps(record, sort_keys=True, default=str, allow_nan=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def has_failures(
+    config: SimConfig | None, cluster: ClusterSpec, profiles: Iterable[ApplicationProfile] = ()
+) -> bool:
+    """Whether anything fails in a run of ``config`` on ``cluster``: nodes fail or are
+    reclaimed, or jobs crash (by the run's rate, or any of ``profiles``' own)."""
+    failures = config.failures if config is not None else None
+    crashes = any(getattr(profile, "crash_hours", None) for profile in profiles)
+    return (failures is not None and failures.fails) or crashes or cluster.declares_failures

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig
+from goodput_sim.spec import SimConfig
 
 GOLDEN_FILE = Path(__file__).parent / "data" / "golden.json"
 POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")

@@ -26,13 +26,13 @@ from golden import canonical  # noqa: E402
 from goodput_sim import api  # noqa: E402
 from goodput_sim.agents import agent_class  # noqa: E402
 from goodput_sim.autoscale import AutoscaleConfig  # noqa: E402
-from goodput_sim.engine import SimConfig  # noqa: E402
 from goodput_sim.inputs.cluster import ClusterSpec, FailureDomain, NodeGroup, parse_cluster  # noqa: E402
 from goodput_sim.inputs.failures import Failure, FailureModel  # noqa: E402
 from goodput_sim.inputs.philly import philly_workload, read_philly_log  # noqa: E402
 from goodput_sim.inputs.workload import categorize  # noqa: E402
 from goodput_sim.policies import policy_class  # noqa: E402
 from goodput_sim.profiles import bundled_profiles_path, load_profiles  # noqa: E402
+from goodput_sim.spec import SimConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX_FILE = Path(__file__).parent / "data" / "golden_matrix.json"

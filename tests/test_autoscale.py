@@ -6,11 +6,11 @@ several node shapes, counting each node's own GPUs."""
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
-import simpy
 
 from goodput_sim import api
 from goodput_sim.autoscale import (
@@ -19,14 +19,16 @@ from goodput_sim.autoscale import (
     ScaleView,
     SearchAutoscaler,
     UtilityAutoscaler,
+    pool_cluster,
     pool_groups,
 )
-from goodput_sim.engine import SimConfig, Simulation, pool_cluster
 from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, parse_cluster
 from goodput_sim.policies import JobView
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.jobs import JobBelief
+from goodput_sim.spec import SimConfig
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 BIG = "cifar10,16,2048"  # one 16-GPU job: 4 nodes of 4 GPUs
@@ -259,14 +261,16 @@ def test_heterogeneous_autoscaling_never_exceeds_any_groups_bounds(
 def test_the_cheapest_group_grows_first(tmp_path):
     """Nodes start cheapest per GPU first: the 2-GPU group (0.1 per GPU-hour), then the
     4-GPU one (0.25), then the 8-GPU one (0.5)."""
-    from goodput_sim.sim.dynamics import NodeStates
+    from goodput_sim.sim.dynamics.autoscaling import Autoscaling
+    from goodput_sim.sim.nodes import NodePool
 
-    pool = pool_cluster(_bounded_cluster(tmp_path), AutoscaleConfig(2, 7, "queue"))
-    nodes = NodeStates(
-        simpy.Environment(), pool, None, AutoscaleConfig(2, 7, "queue"), lambda f: None
-    )
+    scale = AutoscaleConfig(2, 7, "queue")
+    pool = pool_cluster(_bounded_cluster(tmp_path), scale)
+    nodes = NodePool(pool, None, scale)
+    world = SimpleNamespace(cluster=pool, config=SimConfig(autoscale=scale), pool=nodes)
+    scaler = Autoscaling(world)
     assert sorted(set(range(9)) - nodes.off) == [0, 7]  # each group's floor: 2 nodes already
-    assert nodes._start_order() == [8, 1, 2, 3, 4, 5, 6]
+    assert scaler._start_order() == [8, 1, 2, 3, 4, 5, 6]
     # Cost is each group's node-hours at its own price: an hour of nodes 0 and 7, then half
     # an hour with node 8 (the cheapest) and node 4 (an 8-GPU one) started too.
     nodes.account(3600.0)
@@ -276,8 +280,8 @@ def test_the_cheapest_group_grows_first(tmp_path):
     assert summary["node_hours"] == pytest.approx(2 * 1.0 + 4 * 0.5)
     assert summary["cost"] == pytest.approx(1.0 * 1.5 + 4.0 * 0.5 + 0.2 * 2.0)
     # Removal keeps every group at its floor: node 0 and node 7 are never offered.
-    assert 0 not in nodes._removable((), set()) and 7 not in nodes._removable((), set())
-    assert set(nodes._removable((), set())) == {8, 4}
+    assert 0 not in scaler._removable((), set()) and 7 not in scaler._removable((), set())
+    assert set(scaler._removable((), set())) == {8, 4}
 
 
 def test_a_request_the_bounded_groups_never_provision_is_refused(profiles, tmp_path):
@@ -347,7 +351,7 @@ def test_a_probe_restores_the_policys_state(profiles):
     sim.policy._previous = {"marker": object()}
     before = dict(vars(sim.policy))
     views = ()
-    assert sim._prober(views)([0, 1]) == []
+    assert sim.dynamic("autoscaling")._prober(views)([0, 1]) == []
     assert vars(sim.policy) == before
 
 

@@ -16,13 +16,13 @@ from test_measured_profile import write_measurements
 from goodput_sim.agents import get_agent
 from goodput_sim.agents.adaptive import _fastest_config
 from goodput_sim.agents.tail import _noise_blind_plan
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, packed_placement, parse_cluster
 from goodput_sim.inputs.sources import WorkloadSource
 from goodput_sim.models.goodput import fixed_batch_config, without_statistics
+from goodput_sim.models.speedup_table import best_goodputs
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.policies import JobView, Snapshot, get_policy
-from goodput_sim.policies.elastic import Goodput, best_goodputs
+from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.gavel import Gavel
 from goodput_sim.policies.optimus import Optimus, _gpu_type
 from goodput_sim.policies.placement import keep_or_fill, type_nodes
@@ -32,7 +32,9 @@ from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.base import FrozenProfile, iteration_seconds
 from goodput_sim.profiles.measured import MeasuredProfile
 from goodput_sim.profiles.typed import TypedProfile
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.jobs import BeliefView, FitMemo, JobBelief
+from goodput_sim.spec import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
@@ -410,13 +412,13 @@ def test_a_plan_is_remade_when_what_it_depends_on_changes(typed):
     job = sim.jobs[0]
     job.assign(np.array([2, 0, 0], dtype=np.int64))
     sim._switch_type(job)
-    sim._ensure_plan(job, None)
+    sim.planner.ensure(job, None)
     plan = job.plan
-    sim._ensure_plan(job, None)
+    sim.planner.ensure(job, None)
     assert job.plan is plan  # nothing changed
     changes = [
         lambda: setattr(job, "slowdown", 0.25),  # interference
-        lambda: sim._ensure_plan(job, {"batch": 256}),  # a policy hint
+        lambda: sim.planner.ensure(job, {"batch": 256}),  # a policy hint
         lambda: (
             job.type_beliefs["aws"].observe(1, 2, 256.0, 0.2, 0.05)
             or job.type_beliefs["aws"].refresh()
@@ -424,12 +426,12 @@ def test_a_plan_is_remade_when_what_it_depends_on_changes(typed):
     ]
     for change in changes:
         change()
-        sim._ensure_plan(job, None)
+        sim.planner.ensure(job, None)
         assert job.plan is not plan
         plan = job.plan
     job.assign(np.array([0, 0, 2], dtype=np.int64))  # another type (and allocation)
     sim._switch_type(job)
-    sim._ensure_plan(job, None)
+    sim.planner.ensure(job, None)
     assert job.plan is not plan and job.plan.key[-1] == "rtx"
 
 
@@ -445,7 +447,7 @@ def test_shared_plans_change_no_result(policy, cluster, plain, typed):
     runs = []
     for memo in (dict, Forgetful):
         sim = Simulation(JOBS, profiles, get_policy(policy), cluster, SimConfig(horizon=40000.0))
-        sim._plans = memo()
+        sim.planner.memo = memo()
         runs.append(sim.run())
     assert table(runs[0]) == table(runs[1])
 
@@ -457,20 +459,20 @@ def test_plans_are_shared_only_when_every_input_is_equal(plain):
         [("a", 0, "cifar10", 2, 256), ("b", 0, "cifar10", 2, 256)], columns=COLUMNS
     )
     sim = Simulation(twins, plain, get_policy("goodput"), PLAIN)
-    a, b = sim._fresh_job(0), sim._fresh_job(1)
+    a, b = sim.book.fresh(0), sim.book.fresh(1)
     for job in (a, b):
         job.assign(np.array([2] + [0] * 15, dtype=np.int64))
-        sim._ensure_plan(job, None)
+        sim.planner.ensure(job, None)
     assert a.plan.rate is b.plan.rate and not a.plan.rate.flags.writeable
     for change in (
         lambda job: setattr(job, "epoch", 1),
         lambda job: setattr(job, "slowdown", 0.25),
         lambda job: job.assign(np.array([1, 1] + [0] * 14, dtype=np.int64)),
     ):
-        other = sim._fresh_job(1)
+        other = sim.book.fresh(1)
         other.assign(np.array([2] + [0] * 15, dtype=np.int64))
         change(other)
-        sim._ensure_plan(other, None)
+        sim.planner.ensure(other, None)
         assert other.plan.rate is not a.plan.rate
 
 
@@ -478,18 +480,18 @@ def test_type_speeds_and_truth_views_are_per_application_and_run(typed):
     first = Simulation(JOBS, typed, get_policy("gavel"), TYPED)
     second = Simulation(JOBS, typed, get_policy("gavel"), TYPED)
     cifar, yolo = first.jobs[0], first.jobs[3]
-    speeds = first._type_speeds(cifar, "measurement")
-    assert first._type_speeds(cifar, "measurement") is speeds
-    assert first._type_speeds(yolo, "measurement") != speeds
+    speeds = first.views._type_speeds(cifar, "measurement")
+    assert first.views._type_speeds(cifar, "measurement") is speeds
+    assert first.views._type_speeds(yolo, "measurement") != speeds
     assert speeds == {t: typed["cifar10"].single_gpu_throughput(t) for t in TYPED.type_order}
-    peak = first._type_speeds(cifar, "peak")  # the other reading is kept apart
+    peak = first.views._type_speeds(cifar, "peak")  # the other reading is kept apart
     assert peak == {t: typed["cifar10"].peak_single_gpu_throughput(t) for t in TYPED.type_order}
     with pytest.raises(TypeError):
         speeds["aws"] = 1.0
-    assert second._type_speeds(second.jobs[0], "measurement") is not speeds
-    assert first._frozen(cifar.profile) is first._frozen(cifar.profile)
-    assert first._frozen(yolo.profile)._profile is yolo.profile
-    assert second._frozen(cifar.profile) is not first._frozen(cifar.profile)
+    assert second.views._type_speeds(second.jobs[0], "measurement") is not speeds
+    assert first.views.frozen(cifar.profile) is first.views.frozen(cifar.profile)
+    assert first.views.frozen(yolo.profile)._profile is yolo.profile
+    assert second.views.frozen(cifar.profile) is not first.views.frozen(cifar.profile)
 
 
 # ------------------------------------------------------------------------------ profiles

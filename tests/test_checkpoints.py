@@ -12,11 +12,13 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig, Simulation, young_daly
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.policies import get_policy
+from goodput_sim.sim.dynamics.checkpoints import young_daly
+from goodput_sim.sim.engine import Simulation
+from goodput_sim.spec import SimConfig
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 ONE_GPU = pd.read_csv(pd.io.common.StringIO(HEADER + "cifar10-0,0,cifar10,1,128\n"))
@@ -60,8 +62,10 @@ def test_the_auto_interval_is_young_daly(profiles):
     job = sim.jobs[0]
     job.nodes_used = 1
     mtbf = 1.0 / (1 / (6 * 3600.0) + 1 / (2 * 3600.0))
-    assert sim.effective_mtbf(job) == pytest.approx(mtbf, rel=1e-12)
-    assert sim._checkpoint_interval(job) == pytest.approx(math.sqrt(2 * 20.0 * mtbf), rel=1e-12)
+    assert sim.dynamic("checkpoints").effective_mtbf(job) == pytest.approx(mtbf, rel=1e-12)
+    assert sim.dynamic("checkpoints").interval(job) == pytest.approx(
+        math.sqrt(2 * 20.0 * mtbf), rel=1e-12
+    )
     # Crashes only: a mean of 100 h lets the job finish unhurt; its saves follow the interval.
     rare = SimConfig(
         checkpoint_interval="auto",
@@ -143,10 +147,10 @@ def test_a_crash_during_a_save_falls_back_to_the_save_before(profiles):
     job.checkpoint = (1.0, 0, 100.0)
     job.saving = (2.0, 0, 720.0)
     job.progress, job.replicas = 3.0, 1
-    sim._lose_work(job, 710.0)  # inside the save
+    sim.lose_work(job, 710.0)  # inside the save
     assert job.progress == 1.0 and job.lost_gpu_seconds == pytest.approx(610.0)
     job.checkpoint, job.saving, job.progress = (1.0, 0, 100.0), (2.0, 0, 720.0), 3.0
-    sim._lose_work(job, 730.0)  # after it
+    sim.lose_work(job, 730.0)  # after it
     assert job.progress == 2.0 and job.checkpoint == (2.0, 0, 720.0)
 
 

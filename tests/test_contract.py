@@ -12,11 +12,13 @@ from test_engine import COLUMNS, MIXED
 
 from goodput_sim import api
 from goodput_sim.agents import agent_names, get_agent
-from goodput_sim.engine import Cause, SimConfig, Simulation
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.policies import Decision, get_policy, policy_names
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.clock import Cause
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.jobs import BeliefView
+from goodput_sim.spec import SimConfig
 
 SMALL = MIXED.iloc[:5].reset_index(drop=True)  # five jobs that fit a 2x4 cluster
 CLUSTER = ClusterSpec.uniform(2, 4)
@@ -183,10 +185,10 @@ def test_illegal_decisions_are_refused_naming_the_policy(make, message, profiles
 def test_two_simulations_share_no_memo(profiles):
     first = Simulation(SMALL, profiles, get_policy("goodput"), CLUSTER)
     second = Simulation(SMALL, profiles, get_policy("goodput"), CLUSTER)
-    assert first.fit_memo is not second.fit_memo
+    assert first.book.fit_memo is not second.book.fit_memo
     first.run()
-    assert first.fit_memo.fitted.cache_info().currsize > 0
-    assert second.fit_memo.fitted.cache_info().currsize == 0
+    assert first.book.fit_memo.fitted.cache_info().currsize > 0
+    assert second.book.fit_memo.fitted.cache_info().currsize == 0
     assert first.policy._best_goodputs is not second.policy._best_goodputs
 
 

@@ -13,7 +13,6 @@ import pytest
 from round_records import allocation_entries
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.throughput import ThroughputModel
@@ -23,7 +22,9 @@ from goodput_sim.policies.base import Decision, Policy
 from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.fifo import Fifo
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.jobs import BeliefView, FitMemo, JobBelief
+from goodput_sim.spec import SimConfig
 
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.engine import Simulation
+from goodput_sim.spec import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

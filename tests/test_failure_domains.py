@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
 from goodput_sim.inputs.failures import Failure, FailureModel, read_failure_trace
+from goodput_sim.spec import SimConfig
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 ONE_GPU = pd.read_csv(pd.io.common.StringIO(HEADER + "cifar10-0,0,cifar10,1,128\n"))

@@ -16,12 +16,13 @@ from click.testing import CliRunner
 from goodput_sim import api
 from goodput_sim.autoscale import AutoscaleConfig
 from goodput_sim.cli import main
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.inputs.failures import Failure, FailureModel, read_failure_trace
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles.base import iteration_seconds
+from goodput_sim.sim.engine import Simulation
+from goodput_sim.spec import SimConfig
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 

@@ -15,9 +15,10 @@ import pytest
 from test_caches import JOBS, TYPED
 
 from goodput_sim.agents import BatchAgent, get_agent
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.policies import Policy, get_policy, policy_names
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.engine import Simulation
+from goodput_sim.spec import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 # The same job names with other sizes and arrivals: state keyed by job names must not leak.

@@ -19,7 +19,6 @@ from click.testing import CliRunner
 from goodput_sim import api
 from goodput_sim.agents import get_agent
 from goodput_sim.cli import main
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.models.efficiency import gain
@@ -28,6 +27,7 @@ from goodput_sim.models.tail import learning_rates
 from goodput_sim.profiles import load_profiles
 from goodput_sim.sim.jobs import JobBelief
 from goodput_sim.sim.lr_progress import quadratic_loss, weighted_noise
+from goodput_sim.spec import SimConfig
 
 OBJECTIVE = ["lr_noise", "lr_noise_vs_static", "final_loss", "final_loss_vs_static"]
 OBJECTIVE += ["final_loss_tuned", "final_loss_tuned_vs_static"]

@@ -10,12 +10,12 @@ import pytest
 from golden_matrix import PARAMS, POLICIES
 
 from goodput_sim import api
-from goodput_sim.engine import Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.profiles.typed import TypedProfile
+from goodput_sim.sim.engine import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 SAME_COLUMNS = ["name", "start", "finish", "jct", "restarts", "gpu_seconds", "final_batch_size"]

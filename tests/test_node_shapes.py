@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, packed_placement, placement_of
 from goodput_sim.policies import JobView, Snapshot
 from goodput_sim.policies.elastic import Goodput
@@ -22,7 +21,9 @@ from goodput_sim.policies.sia import Config, configurations, place
 from goodput_sim.profiles import load_profiles
 from goodput_sim.results.metrics import run_summary
 from goodput_sim.results.plots import cluster_size_over_time
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.jobs import JobBelief
+from goodput_sim.spec import SimConfig
 
 HEADER = "name,time,application,num_replicas,batch_size\n"
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from goodput_sim.api import bundled_workload
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.inputs.workload import load_workload
 from goodput_sim.policies.genetic import solve_genetic
 from goodput_sim.policies.greedy import greedy_counts, solve_greedy
@@ -18,6 +17,8 @@ from goodput_sim.policies.local_search import _restorations
 from goodput_sim.policies.problem import AllocationProblem
 from goodput_sim.policies.recording import RecordingGoodput, sample_rounds
 from goodput_sim.profiles import load_profiles
+from goodput_sim.sim.engine import Simulation
+from goodput_sim.spec import SimConfig
 
 SAVED = Path(__file__).parent / "data" / "recorded_rounds.npz"
 ROUNDS = 12

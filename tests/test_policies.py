@@ -11,7 +11,6 @@ import pytest
 from round_records import allocation_entries
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.policies import Decision, JobView, Snapshot, get_policy, policy_names
@@ -23,7 +22,9 @@ from goodput_sim.policies.problem import AllocationProblem, speedup_table
 from goodput_sim.policies.tiresias import QUEUE_THRESHOLD, Tiresias
 from goodput_sim.profiles import load_profiles
 from goodput_sim.results.metrics import summarize
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.jobs import JobBelief
+from goodput_sim.spec import SimConfig
 
 COLUMNS = ["name", "time", "application", "num_replicas", "batch_size"]
 

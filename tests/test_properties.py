@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from goodput_sim import api
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
 from goodput_sim.inputs.workload import load_workload
@@ -23,6 +22,8 @@ from goodput_sim.params import parse_assignments
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.parametric import ParametricProfile
+from goodput_sim.sim.engine import Simulation
+from goodput_sim.spec import SimConfig
 
 READER = settings(
     max_examples=200,

@@ -14,13 +14,13 @@ from click.testing import CliRunner
 from goodput_sim import jsonio
 from goodput_sim.autoscale import AutoscaleConfig
 from goodput_sim.cli import main
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.experiments.grid import load_experiment
 from goodput_sim.inputs.failures import Failure, FailureModel
 from goodput_sim.spec import (
     BY_NAME,
     SETTINGS,
+    SimConfig,
     build_config,
     config_from_record,
     run_key,

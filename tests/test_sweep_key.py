@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from goodput_sim.api import bundled_workload
 from goodput_sim.cli import main
-from goodput_sim.engine import SimConfig
 from goodput_sim.experiments import sweep as sweep_module
 from goodput_sim.experiments.sweep import sweep
+from goodput_sim.spec import SimConfig
 
 REPO = Path(__file__).resolve().parents[1]
 TYPES = ("aws", "rtx", "dgx-ext")

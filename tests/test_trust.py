@@ -15,14 +15,15 @@ from goodput_sim import api
 from goodput_sim.agents import get_agent
 from goodput_sim.agents.base import BatchAgent
 from goodput_sim.autoscale import AutoscaleConfig
-from goodput_sim.engine import SimConfig, Simulation
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
 from goodput_sim.inputs.failures import Failure, FailureModel
 from goodput_sim.policies import get_policy
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.sim.clock import ORDER, PRIORITY, Cause
+from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.observe import RoundRecord
+from goodput_sim.spec import SimConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SIA_MIX = ROOT / "configs" / "cluster-sia-default.yaml"

@@ -28,14 +28,13 @@ from goodput_sim.api import (
     write_run,
 )
 from goodput_sim.cli import main, profiles_option
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
 from goodput_sim.results.metrics import run_summary
 from goodput_sim.results.report import statistic_text
 from goodput_sim.results.saved import MAX_SEED, is_seed
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS, MAX_GRID_RUNS
-from goodput_sim.spec import BY_NAME, SETTINGS, Setting, build_config, with_settings
+from goodput_sim.spec import BY_NAME, SETTINGS, Setting, SimConfig, build_config, with_settings
 
 _policies_option = click.option(
     "--policies",

@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from goodput_sim import jsonio
-from goodput_sim.engine import SimConfig
 from goodput_sim.experiments.sweep import sweep
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.results.stats import bootstrap_mean_ci
+from goodput_sim.spec import SimConfig
 
 SCHEDULERS = ("goodput", "throughput", "tiresias")
 AGENTS: dict[str, tuple[str, dict]] = {

@@ -44,7 +44,6 @@ from typing import Any
 import yaml
 
 from goodput_sim.api import as_cluster, canonical_params, check_policies
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.experiments.sweep import LABEL, Variant
 from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
@@ -53,7 +52,7 @@ from goodput_sim.inputs.sources import WorkloadSource, checked_generate
 from goodput_sim.inputs.workload import MAX_LOAD, check_load
 from goodput_sim.results.saved import MAX_SEED, is_seed
 from goodput_sim.sim.budget import MAX_GRID_RUNS
-from goodput_sim.spec import BY_NAME, build_config, setting, with_settings
+from goodput_sim.spec import BY_NAME, SimConfig, build_config, setting, with_settings
 
 KEYS = {"name", "policies", "workloads", "loads", "seeds", "clusters", "intervals", "profiles"}
 KEYS |= {"settings", "variants"}

@@ -48,7 +48,6 @@ from goodput_sim.api import (
     staged_folder,
     write_run,
 )
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError, Interrupted
 from goodput_sim.inputs.cluster import DEFAULT_GPU_TYPE, ClusterSpec, check_gpu_types
 from goodput_sim.inputs.sources import WorkloadSource
@@ -56,7 +55,15 @@ from goodput_sim.inputs.workload import check_load, load_workload, write_workloa
 from goodput_sim.profiles import load_profiles
 from goodput_sim.results.metrics import run_summary
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS
-from goodput_sim.spec import BY_NAME, SETTINGS, non_default, run_key, setting, with_settings
+from goodput_sim.spec import (
+    BY_NAME,
+    SETTINGS,
+    SimConfig,
+    non_default,
+    run_key,
+    setting,
+    with_settings,
+)
 from goodput_sim.units import manifest_units
 
 DEFAULT_CLUSTER = "16x4"

@@ -18,8 +18,9 @@ import functools
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.models.goodput import ConfigGrid, GoodputModel, without_statistics
+from goodput_sim.models.goodput import GoodputModel, without_statistics
 from goodput_sim.models.restart import restart_factor
+from goodput_sim.models.speedup_table import BestGoodputs
 from goodput_sim.params import Param
 from goodput_sim.policies.base import (
     Decision,
@@ -34,9 +35,7 @@ from goodput_sim.policies.placement import one_type_rows
 from goodput_sim.policies.problem import (
     AllocationProblem,
     Fairness,
-    fill_table,
     speedup_table,
-    table_pairs,
 )
 
 ELASTIC_PARAMS = (
@@ -185,48 +184,6 @@ def _floors(jobs: list[JobView]) -> NDArray[np.int64] | None:
 POWER_ORDER = ("dgx-ext", "dgx", "azure", "quad", "rtx", "aws")
 """GPU types from most to least powerful, for the one-type repair of a type-blind allocation
 (Sia SPEC 5.4's order, with the A100 ``dgx`` profile it leaves out placed beside ``dgx-ext``)."""
-
-
-def best_goodputs(
-    model: GoodputModel,
-    statistical: bool,
-    cap: int,
-    nodes_up: int,
-    largest_node: int,
-    grid: ConfigGrid | None = None,
-) -> NDArray:
-    """A job's best goodput (or throughput) by [min(nodes, 2), GPUs] (read-only), on nodes of
-    at most ``largest_node`` GPUs, several of them if ``nodes_up`` >= 2; ``grid``, if given,
-    is :func:`table_grid` of the same model and shapes."""
-    if grid is None:
-        grid = table_grid(model, cap, nodes_up, largest_node)
-    table = fill_table(model.choose(grid, statistical).goodput, cap, nodes_up, largest_node)
-    table.flags.writeable = False
-    return table
-
-
-def table_grid(model: GoodputModel, cap: int, nodes_up: int, largest_node: int) -> ConfigGrid:
-    """The candidate configurations of a speedup table's (nodes, GPUs) pairs."""
-    return model.config_grid(*table_pairs(cap, nodes_up, largest_node))
-
-
-class BestGoodputs:
-    """:func:`best_goodputs` memoised by every argument, one memo per policy (so per
-    simulation). Beneath it, the tables' configuration grids are memoised by the model without
-    its gradient statistics: those change at every epoch, its fitted parameters far less often."""
-
-    def __init__(self, tables: int = 4096, grids: int = 64):
-        self._tables = functools.lru_cache(maxsize=tables)(self._table)
-        self._grids = functools.lru_cache(maxsize=grids)(table_grid)
-
-    def __call__(
-        self, model: GoodputModel, statistical: bool, cap: int, nodes_up: int, largest_node: int
-    ) -> NDArray:
-        return self._tables(model, statistical, cap, nodes_up, largest_node)
-
-    def _table(self, model, statistical, cap, nodes_up, largest_node) -> NDArray:
-        grid = self._grids(without_statistics(model), cap, nodes_up, largest_node)
-        return best_goodputs(model, statistical, cap, nodes_up, largest_node, grid)
 
 
 def base_goodput(model: GoodputModel, statistical: bool, nodes: int, gpus: int) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.inputs.cluster import distributed_cells
+from goodput_sim.models.speedup_table import fill_table, table_pairs
 
 EPSILON = 1e-3
 
@@ -158,26 +159,3 @@ def speedup_table(speedup: SpeedupFn, cap: int, nodes_up: int, largest_node: int
     nodes, replicas = table_pairs(cap, nodes_up, largest_node)
     values = speedup(nodes, replicas) if len(replicas) else np.zeros(0)
     return fill_table(values, cap, nodes_up, largest_node)
-
-
-def _table_counts(cap: int, nodes_up: int, largest_node: int) -> tuple[NDArray, NDArray]:
-    """GPU counts a speedup table values on one node, and on several."""
-    r = np.arange(1, cap + 1)
-    return r[r <= largest_node], r[(r >= 2) & (nodes_up >= 2)]
-
-
-def table_pairs(cap: int, nodes_up: int, largest_node: int) -> tuple[NDArray, NDArray]:
-    """The (nodes, replicas) float pairs a speedup table values, in :func:`fill_table`'s order:
-    every count on one node, then every count from 2 on several nodes."""
-    single, multi = _table_counts(cap, nodes_up, largest_node)
-    nodes = np.concatenate([np.ones(len(single)), np.full(len(multi), 2.0)])
-    return nodes, np.concatenate([single, multi]).astype(float)
-
-
-def fill_table(values: NDArray, cap: int, nodes_up: int, largest_node: int) -> NDArray:
-    """The [min(nodes, 2), replicas] table of ``values`` at :func:`table_pairs`."""
-    single, multi = _table_counts(cap, nodes_up, largest_node)
-    table = np.zeros((3, cap + 1))
-    table[1, single] = values[: len(single)]
-    table[2, multi] = values[len(single) :]
-    return table

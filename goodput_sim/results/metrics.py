@@ -75,7 +75,7 @@ def _seed_objectives(done: pd.DataFrame) -> dict[str, float]:
 
 
 def run_summary(result) -> dict[str, float | int]:
-    """``summarize`` of a :class:`~goodput_sim.engine.SimResult`, with its cluster's node-hours
+    """``summarize`` of a :class:`~goodput_sim.sim.result.SimResult`, with its cluster's node-hours
     (provisioned and failed), failures and cost, and the GPU utilisation of what was
     provisioned (which an autoscaled cluster changes)."""
     cluster = result.cluster

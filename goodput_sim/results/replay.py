@@ -10,13 +10,12 @@ from typing import Any
 
 from goodput_sim.agents import agent_class
 from goodput_sim.api import bundled_workload, file_hash
-from goodput_sim.engine import SimConfig
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import cluster_from_record
 from goodput_sim.policies import policy_class
 from goodput_sim.profiles import bundled_profiles_path
 from goodput_sim.results.saved import MAX_SEED, is_seed, read_manifest
-from goodput_sim.spec import config_from_record
+from goodput_sim.spec import SimConfig, config_from_record
 
 
 def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:

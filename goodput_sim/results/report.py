@@ -35,7 +35,7 @@ from goodput_sim.results.stats import bootstrap_mean_ci, content_rng, reduction_
 from goodput_sim.spec import config_from_record, values_of
 
 if TYPE_CHECKING:
-    from goodput_sim.engine import SimConfig
+    from goodput_sim.spec import SimConfig
 
 UNIT_COLUMNS = ("workload", "seed", "cluster", "interval", "gpu_types", "settings")
 """What makes two runs of a sweep the same experiment for different policies."""

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from goodput_sim.errors import InputError
 
 if TYPE_CHECKING:
-    from goodput_sim.engine import SimConfig
     from goodput_sim.inputs.cluster import ClusterSpec
+    from goodput_sim.spec import SimConfig
 
 MAX_FAILURES_PER_ROUND = 1000.0
 """Node failures, repairs and job crashes expected in one round, at most."""

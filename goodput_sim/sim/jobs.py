@@ -16,10 +16,8 @@ from goodput_sim.models.limits import Limits
 from goodput_sim.models.throughput import ThroughputModel, ThroughputParams
 from goodput_sim.profiles.base import ApplicationProfile
 
-if TYPE_CHECKING:  # the engine's types, named here for the fields only
+if TYPE_CHECKING:  # named here for the fields only
     from goodput_sim.profiles.typed import TypedProfile
-    from goodput_sim.sim.lr_progress import StepLog
-    from goodput_sim.sim.progress import Plan
 
 
 @dataclass(frozen=True)
@@ -193,6 +191,39 @@ def _zero_row(nodes: int) -> NDArray[np.int64]:
     return row
 
 
+@dataclass
+class Plan:
+    """A job's per-epoch configuration and progress rate from ``first_epoch`` on."""
+
+    key: tuple
+    first_epoch: int
+    local_bsz: NDArray
+    accum_steps: NDArray
+    rate: NDArray  # progress (M0-steps) per second in each epoch
+    step: NDArray  # true seconds per optimizer step without accumulation, per epoch
+    sync: NDArray  # of which gradient synchronisation
+    samples: NDArray  # examples processed per second in each epoch
+
+
+@dataclass
+class StepLog:
+    """The optimizer steps a job took, as (epoch, total batch, steps) runs in order."""
+
+    epochs: list[int] = field(default_factory=list)
+    batches: list[float] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+
+    def add(self, epoch: int, batch: float, steps: float) -> None:
+        if steps <= 0:
+            return
+        if self.epochs and self.epochs[-1] == epoch and self.batches[-1] == batch:
+            self.steps[-1] += steps
+        else:
+            self.epochs.append(epoch)
+            self.batches.append(batch)
+            self.steps.append(steps)
+
+
 @dataclass(eq=False)
 class Job:
     """Ground-truth runtime state of one job, owned and advanced by the engine."""
@@ -201,6 +232,7 @@ class Job:
     profile: ApplicationProfile
     belief: JobBelief
     num_nodes: int
+    row: int = -1  # its workload row
     allocation: NDArray[np.int64] = field(init=False)
     replicas: int = field(init=False)  # GPUs in use, derived from allocation by assign()
     nodes_used: int = field(init=False)

@@ -28,7 +28,6 @@ settings with failures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,7 +40,7 @@ from goodput_sim.models.lr import LRSchedule
 from goodput_sim.profiles.base import ApplicationProfile
 
 if TYPE_CHECKING:
-    from goodput_sim.sim.jobs import Job
+    from goodput_sim.sim.jobs import Job, StepLog
 
 PROGRESS_MODELS = ("noise", "lr-aware")
 
@@ -66,25 +65,6 @@ def static_batch(job: Job) -> float:
     asked = lim.fixed_batch_size or spec.requested_batch
     local, accum = fixed_batch_config(asked, spec.requested_replicas, lim)
     return float(spec.requested_replicas * local * (accum + 1))
-
-
-@dataclass
-class StepLog:
-    """The optimizer steps a job took, as (epoch, total batch, steps) runs in order."""
-
-    epochs: list[int] = field(default_factory=list)
-    batches: list[float] = field(default_factory=list)
-    steps: list[float] = field(default_factory=list)
-
-    def add(self, epoch: int, batch: float, steps: float) -> None:
-        if steps <= 0:
-            return
-        if self.epochs and self.epochs[-1] == epoch and self.batches[-1] == batch:
-            self.steps[-1] += steps
-        else:
-            self.epochs.append(epoch)
-            self.batches.append(batch)
-            self.steps.append(steps)
 
 
 def quadratic_loss(

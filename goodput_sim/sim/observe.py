@@ -1,7 +1,7 @@
 """What a round observer sees: a frozen record of each round after its batches are chosen.
 
 Observers are how tests and notebooks watch a run without reaching into the engine: pass
-``observers=[callable]`` to :class:`~goodput_sim.engine.Simulation` and each is called once per
+``observers=[callable]`` to :class:`~goodput_sim.sim.engine.Simulation` and each is called once per
 round with a :class:`RoundRecord`. Records are immutable; nothing an observer does can change
 the run.
 """

@@ -8,28 +8,12 @@ find its state at a checkpoint without advancing it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.models.efficiency import gain
 from goodput_sim.profiles.base import ApplicationProfile, iteration_seconds
-from goodput_sim.sim.jobs import Job
-
-
-@dataclass
-class Plan:
-    """A job's per-epoch configuration and progress rate from ``first_epoch`` on."""
-
-    key: tuple
-    first_epoch: int
-    local_bsz: NDArray
-    accum_steps: NDArray
-    rate: NDArray  # progress (M0-steps) per second in each epoch
-    step: NDArray  # true seconds per optimizer step without accumulation, per epoch
-    sync: NDArray  # of which gradient synchronisation
-    samples: NDArray  # examples processed per second in each epoch
+from goodput_sim.sim.jobs import Job, Plan
 
 
 def epoch_rates(
@@ -177,8 +161,17 @@ def fractional_epochs(job: Job, progress: float, epoch: int) -> float:
     return epoch + (progress - low) / (high - low)
 
 
+def settle_save(job: Job, now: float) -> None:
+    """A checkpoint being saved counts once its save has finished by ``now``."""
+    if job.saving is not None and job.saving[2] <= now:
+        job.checkpoint, job.saving = job.saving, None
+
+
 def lose_work(job: Job, now: float) -> None:
-    """Undo the job's progress since its last checkpoint; count the GPU-time it cost."""
+    """Back to the last checkpoint whose save had finished by ``now`` (a save still under way
+    is lost); count the GPU-time and the epochs undone."""
+    settle_save(job, now)
+    job.saving = None
     progress, epoch, saved = job.checkpoint
     if now <= saved:  # still in its restart delay: nothing trained since the checkpoint
         return

@@ -3,12 +3,12 @@ plus the frozen :class:`~goodput_sim.sim.observe.RoundRecord` handed to round ob
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from goodput_sim.sim.jobs import Job
-from goodput_sim.sim.lr_progress import SeedObjective, static_batch
 from goodput_sim.sim.observe import RoundRecord, RunningJob
 
 
@@ -53,30 +53,24 @@ def jobs_table(
     fresh: Job,
     workload: tuple[Sequence[str], Sequence[str], Sequence[float]],
     typed: bool,
-    objectives: Mapping[str, SeedObjective] | None = None,
-    counters: Sequence[str] = (),
+    extra: Callable[[Job], Mapping[str, Any]] = lambda job: {},
 ) -> pd.DataFrame:
     """``jobs.csv``: one row per workload row (``workload``: names, applications and arrivals
     in file order), finished or not. ``made`` holds the jobs that ran by row; every other row
-    is as ``fresh``, a job that never arrived, is. With GPU types on typed runs, seed 004's
-    objectives of finished jobs where ``objectives`` are kept, by application, and the job
-    ``counters`` a run's settings make meaningful, such as ``crashes`` and ``saves``."""
+    is as ``fresh``, a job that never arrived, is. ``extra`` gives the cells the run's
+    dynamics add (such as ``crashes`` and ``saves``), after the common ones; GPU types come
+    last on typed runs."""
     names, applications, arrivals = workload
-    template = _job_row(fresh, typed, objectives, counters)
+    template = _job_row(fresh, typed, extra)
     columns = {key: [value] * len(names) for key, value in template.items()}
     columns["name"], columns["application"], columns["arrival"] = names, applications, arrivals
     for index, job in made.items():
-        for key, value in _job_row(job, typed, objectives, counters).items():
+        for key, value in _job_row(job, typed, extra).items():
             columns[key][index] = value
     return pd.DataFrame(columns)
 
 
-def _job_row(
-    job: Job,
-    typed: bool,
-    objectives: Mapping[str, SeedObjective] | None,
-    counters: Sequence[str],
-) -> dict:
+def _job_row(job: Job, typed: bool, extra: Callable[[Job], Mapping[str, Any]]) -> dict:
     """One job's ``jobs.csv`` row."""
     finish = job.finish_time
     row = {
@@ -101,9 +95,7 @@ def _job_row(
         "lost_gpu_seconds": job.lost_gpu_seconds,
         "lost_epochs": job.lost_epochs,
     }
-    row.update({name: getattr(job, name) for name in counters})
-    if objectives is not None:
-        row.update(_objective_columns(job, objectives[job.spec.application]))
+    row.update(extra(job))
     if typed:
         row["gpu_types"] = ">".join(job.type_history)
         row["gpu_hours_by_type"] = ";".join(
@@ -120,13 +112,6 @@ OBJECTIVE_COLUMNS = (
     "final_loss_tuned",
     "final_loss_tuned_vs_static",
 )
-
-
-def _objective_columns(job: Job, objective: SeedObjective) -> dict[str, float]:
-    """Seed 004's objectives of a finished job (NaN for an unfinished one)."""
-    if not job.finished:
-        return dict.fromkeys(OBJECTIVE_COLUMNS, float("nan"))
-    return objective.of(job.step_log, static_batch(job))
 
 
 def gpu_hours_by_type(jobs: Sequence[Job], types: Sequence[str]) -> dict:

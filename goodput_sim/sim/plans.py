@@ -1,0 +1,94 @@
+"""Per-epoch plans: what a running job does in each upcoming epoch on its allocation (per-GPU
+batch and accumulation from its batch agent, and the progress rate they give on ground truth).
+
+A plan is remade only when something it depends on changed: the allocation (a reallocation
+drops the plan), what of the belief the agent reads, the interference slowdown, the policy's
+hint or the GPU type. Plans of jobs whose inputs are equal (one application on equal
+allocations with equal fits) share their read-only arrays, up to :data:`PLAN_MEMO_SIZE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from goodput_sim.agents import BatchAgent
+from goodput_sim.agents.base import validated_plan
+from goodput_sim.sim.jobs import BeliefView, Job, Plan
+from goodput_sim.sim.progress import epoch_rates
+from goodput_sim.sim.views import Views
+
+PLAN_MEMO_SIZE = 4096  # plans kept for sharing (a few kilobytes each)
+
+
+class Planner:
+    """Makes and shares one run's plans (its memo belongs to that run)."""
+
+    def __init__(self, agent: BatchAgent, views: Views):
+        self.agent = agent
+        self.views = views
+        # Plans by everything they are computed from, oldest first, at most PLAN_MEMO_SIZE.
+        self.memo: dict[tuple, tuple[NDArray, ...]] = {}
+
+    def ensure(self, job: Job, hint: Mapping[str, Any] | None) -> None:
+        """The job's per-epoch plan on its allocation, asking its agent when something the
+        plan depends on changed."""
+        belief = self.views.plan_belief(job)
+        key = (self.agent.depends_on(belief), job.slowdown, hint_key(hint), job.gpu_type)
+        if job.plan is not None and job.plan.key == key:
+            return
+        profile = job.profile
+        batch = job.total_batch or profile.limits.init_batch_size
+        agent_key = self.agent.plan_key(
+            belief, job.spec.requested_batch, job.nodes_used, job.replicas
+        )
+        memo = None
+        if agent_key is not None:  # everything the plan is computed from
+            memo = (agent_key, hint_key(hint), profile, batch, job.epoch, job.layout)
+            memo += (job.slowdown, job.work is None)
+        arrays = self.memo.get(memo) if memo is not None else None
+        if arrays is None:
+            arrays = self._arrays(job, belief, hint, batch)
+            if memo is not None:
+                self.memo[memo] = arrays
+                if len(self.memo) > PLAN_MEMO_SIZE:
+                    del self.memo[next(iter(self.memo))]  # the oldest
+        local_bsz, accum = arrays[0], arrays[1]
+        job.plan = Plan(key, job.epoch, *arrays)
+        job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
+        job.last_batch = job.total_batch
+
+    def _arrays(
+        self, job: Job, belief: BeliefView, hint: Mapping[str, Any] | None, batch: int
+    ) -> tuple[NDArray, ...]:
+        """A plan's per-epoch arrays (read-only: equal inputs share them): per-GPU batch,
+        accumulation, progress rate, step and sync seconds, examples per second."""
+        profile = job.profile
+        epochs = np.arange(job.epoch, profile.limits.max_epochs)
+        # The gradient statistics the job will measure in each upcoming epoch, for agents that
+        # re-choose their batch every epoch (each epoch's are passed explicitly, so the plan
+        # need not change with the belief's current statistics).
+        sqr, var = profile.grad_stats(batch, epochs)
+        plan = self.agent.configs(
+            belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
+        )
+        local_bsz, accum = validated_plan(
+            self.agent.name, job.name, plan, job.replicas, profile.limits, len(epochs)
+        )
+        step, sync, total, iteration, rate = epoch_rates(
+            profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
+        )
+        if job.work is not None:  # lr-aware: the work is examples
+            rate = total / iteration
+        arrays = (local_bsz, accum, rate, step, sync, total / iteration)
+        for array in arrays:
+            array.flags.writeable = False
+        return arrays
+
+
+def hint_key(hint: Mapping[str, Any] | None) -> Hashable:
+    """A policy's per-job agent hint as part of a plan key."""
+    return None if not hint else tuple(sorted(hint.items()))

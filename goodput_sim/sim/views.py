@@ -1,0 +1,118 @@
+"""What policies and batch agents are shown of a job: frozen views of its beliefs (per GPU type
+under a type-aware policy), its limits and history, and, for an oracle, its ground truth.
+
+Ground truth advances jobs; policies and agents see beliefs. Every view handed out is
+read-only, and the objects views share (truth views, per-type speeds) are one per run, so a
+policy may key its caches by them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+
+from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.models.limits import for_category
+from goodput_sim.policies.base import JobView, Policy
+from goodput_sim.profiles.base import ApplicationProfile, FrozenProfile
+from goodput_sim.sim.jobbook import JobBook, category_rule
+from goodput_sim.sim.jobs import BeliefView, Job
+
+
+class Views:
+    """Builds the round's views of jobs for one run's policy."""
+
+    def __init__(self, book: JobBook, policy: Policy, cluster: ClusterSpec, restart_delay: float):
+        self.book = book
+        self.policy = policy
+        self.cluster = cluster
+        self.default_restart_delay = restart_delay
+        self._speeds: dict[tuple[str, str], Mapping[str, float]] = {}
+        self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
+
+    def restart_delay(self, job: Job) -> float:
+        """The application's own checkpoint-restore delay, else the run's."""
+        own = job.profile.restart_delay
+        return self.default_restart_delay if own is None else own
+
+    def update_grad_stats(self, job: Job) -> None:
+        """The job measures its gradient statistics while it trains (SPEC 4.4); the scheduler
+        receives the current values."""
+        key = (job.total_batch or job.profile.limits.init_batch_size, job.epoch)
+        if key != job.stats_key:
+            job.stats_key = key
+            sqr, var = job.profile.grad_stats(*key)
+            job.belief.set_grad_stats(float(sqr), float(var))
+            for belief in job.type_beliefs.values():  # statistics do not depend on the GPU
+                belief.set_grad_stats(float(sqr), float(var))
+
+    def plan_belief(self, job: Job) -> BeliefView:
+        """The belief a job's batch is chosen from: per GPU type under a type-aware policy, the
+        type-blind one otherwise; either way bound to the batch limits of the GPU type the job
+        runs on (a GPU's memory is a fact the job's agent sees, whatever the scheduler knows)."""
+        if job.typed is not None and self.policy.type_aware and job.gpu_type is not None:
+            return job.type_beliefs[job.gpu_type].view()
+        view = job.belief.view()
+        limits = self.book.limits(job.spec, job.gpu_type, job.profile)
+        return view if view.limits is limits else replace(view, limits=limits)
+
+    def view(self, job: Job, now: float) -> JobView:
+        """The job as the policy sees it at ``now``."""
+        policy = self.policy
+        typed = job.typed is not None
+        return JobView(
+            name=job.name,
+            application=job.spec.application,
+            arrival=job.spec.arrival,
+            age=now - job.spec.arrival,
+            attained_service=job.gpu_seconds,
+            num_restarts=job.num_restarts,
+            allocation=job.allocation,
+            requested_replicas=job.spec.requested_replicas,
+            requested_batch=job.spec.requested_batch,
+            limits=for_category(job.profile.limits, *category_rule(job.spec)),
+            epoch=job.epoch,
+            belief=job.belief.view(),
+            truth=self.frozen(job.profile) if policy.needs_oracle else None,
+            gpu_type=job.gpu_type if job.replicas else None,
+            type_beliefs=MappingProxyType({t: b.view() for t, b in job.type_beliefs.items()})
+            if typed and policy.type_aware
+            else None,
+            type_truths=MappingProxyType(
+                {t: self.frozen(job.typed.for_type(t)) for t in self.cluster.type_order}
+            )
+            if typed and policy.needs_oracle
+            else None,
+            type_speeds=self._type_speeds(job, "measurement") if policy.type_aware else None,
+            type_peak_speeds=self._type_speeds(job, "peak") if policy.type_aware else None,
+            restart_delay=self.restart_delay(job),
+            restarting=job.restart_remaining > 0,
+        )
+
+    def _type_speeds(self, job: Job, reading: str) -> Mapping[str, float] | None:
+        """One-GPU throughput of the job's application per GPU type (offline profiling), read
+        one way (``measurement`` or ``peak``, see :class:`~goodput_sim.profiles.TypedProfile`),
+        as a read-only mapping: one per application, reading and run, keyed by the cluster's
+        types."""
+        if job.typed is None:
+            return None
+        key = (job.spec.application, reading)
+        cached = self._speeds.get(key)
+        if cached is None:
+            read = (
+                job.typed.single_gpu_throughput
+                if reading == "measurement"
+                else job.typed.peak_single_gpu_throughput
+            )
+            speeds = {t: read(t) for t in self.cluster.type_order}
+            cached = self._speeds[key] = MappingProxyType(speeds)
+        return cached
+
+    def frozen(self, profile: ApplicationProfile) -> FrozenProfile:
+        """The read-only view of a ground-truth profile an oracle policy is handed (one per
+        profile and run, so a policy may key its caches by it)."""
+        frozen = self._truth_views.get(profile)
+        if frozen is None:
+            frozen = self._truth_views[profile] = FrozenProfile(profile)
+        return frozen
