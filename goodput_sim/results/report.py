@@ -297,7 +297,7 @@ def interval_text(low: float, high: float, n: int, number: str) -> str:
 
 
 FAIRNESS_KEYS = ("ftf_rho_max", "ftf_rho_median", "ftf_unfair_fraction")
-"""Finish-time fairness of each run's summary (:mod:`goodput_sim.sim.fairness`)."""
+"""Finish-time fairness of each run's summary (:mod:`goodput_sim.results.fairness`)."""
 
 
 def _mean_of(part: pd.DataFrame, key: str) -> float:
