@@ -7,7 +7,6 @@ Both return pandas DataFrames (inside a :class:`~goodput_sim.sim.result.SimResul
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -26,10 +25,11 @@ from goodput_sim.autoscale import pool_cluster
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.inputs.failures import FailureModel
-from goodput_sim.inputs.workload import bundled_path, check_workload, load_workload
+from goodput_sim.inputs.workload import bundled_workload, check_workload, load_workload
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
+from goodput_sim.results.saved import file_hash
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.observe import RoundObserver
@@ -37,11 +37,6 @@ from goodput_sim.sim.result import SimResult
 from goodput_sim.spec import SimConfig, build_config, has_failures
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
-
-
-def bundled_workload() -> Path:
-    """The default workload shipped in ``traces/workloads/``."""
-    return bundled_path("workloads/default.csv")
 
 
 def as_cluster(cluster: ClusterSpec | str | Path, config: SimConfig | None = None) -> ClusterSpec:
@@ -77,6 +72,13 @@ def baselines(names: Iterable[str], reference: str = "goodput") -> list[str]:
     return [
         n for n in names if not issubclass(policy_class(n), ours) and policy_class(n).claim_baseline
     ]
+
+
+def declared_params(role: str, name: str) -> set[str]:
+    """The parameter names the policy (``role`` ``policy``) or batch agent (``agent``) called
+    ``name`` declares; an unknown name is a one-line error."""
+    owner = policy_class(name) if role == "policy" else agent_class(name)
+    return {p.name for p in owner.params}
 
 
 def split_params(
@@ -385,17 +387,6 @@ def staged_folder(out: Path) -> Iterator[Path]:
         shutil.rmtree(retired)
     else:
         os.replace(staging, out)
-
-
-def file_hash(path: str | Path) -> str:
-    """sha256 of a file, or of every file below a folder (sorted), for the manifest."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for file in files:
-        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()
 
 
 def input_hashes(inputs: dict[str, str | Path | None]) -> dict[str, str]:

@@ -9,12 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from goodput_sim.models.critical import (
-    fit_critical_batch,
-    noise_trajectory,
-    profile_critical_batch,
-    steps_and_examples_to_finish,
-)
+from goodput_sim.models.critical import fit_critical_batch
 from goodput_sim.models.efficiency import estimate_grad_stats, noise_scale
 from goodput_sim.models.noise import (
     NoiseEstimate,
@@ -32,6 +27,11 @@ from goodput_sim.models.tail import (
     tail_coefficients,
 )
 from goodput_sim.profiles import load_profiles
+from goodput_sim.profiles.critical import (
+    noise_trajectory,
+    profile_critical_batch,
+    steps_and_examples_to_finish,
+)
 
 # A known gradient distribution: true gradient G and a diagonal per-example covariance.
 DIMS = 50

@@ -16,7 +16,13 @@ from test_measured_profile import write_measurements
 from goodput_sim.agents import get_agent
 from goodput_sim.agents.adaptive import _fastest_config
 from goodput_sim.agents.tail import _noise_blind_plan
-from goodput_sim.inputs.cluster import ClusterSpec, NodeGroup, packed_placement, parse_cluster
+from goodput_sim.inputs.cluster import (
+    ClusterSpec,
+    NodeGroup,
+    packed_placement,
+    parse_cluster,
+    type_nodes,
+)
 from goodput_sim.inputs.sources import WorkloadSource
 from goodput_sim.models.goodput import fixed_batch_config, without_statistics
 from goodput_sim.models.speedup_table import best_goodputs
@@ -25,7 +31,7 @@ from goodput_sim.policies import JobView, Snapshot, get_policy
 from goodput_sim.policies.elastic import Goodput
 from goodput_sim.policies.gavel import Gavel
 from goodput_sim.policies.optimus import Optimus, _gpu_type
-from goodput_sim.policies.placement import keep_or_fill, type_nodes
+from goodput_sim.policies.placement import keep_or_fill
 from goodput_sim.policies.problem import AllocationProblem
 from goodput_sim.policies.sia import Sia
 from goodput_sim.profiles import load_profiles

@@ -9,8 +9,9 @@ import pytest
 from goodput_sim import api
 from goodput_sim.inputs.workload import load_workload
 from goodput_sim.profiles import load_profiles
+from goodput_sim.results.fairness import contention, fairness_summary
 from goodput_sim.results.metrics import run_summary
-from goodput_sim.sim.fairness import contention, fairness_summary, isolated_seconds
+from goodput_sim.sim.fairness import isolated_seconds
 
 DEFAULT = api.bundled_workload()
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from goodput_sim.api import bundled_workload
+from goodput_sim.api import baselines, bundled_workload
 from goodput_sim.cli import main
 from goodput_sim.experiments.sweep import sweep
 from goodput_sim.results.report import claim_table, load_results, policy_table, report_text
@@ -66,10 +66,10 @@ def test_sweep_statistics_pool_workloads_and_seeds_per_load(load_sweep):
         assert row.avg_jct_s == pytest.approx(mine.mean())
         # 3 runs per cell: a bootstrap of 3 values is only the values, so no interval
         assert row.n == 3 and np.isnan(row.ci_low_s) and np.isnan(row.ci_high_s)
-    claim = claim_table(results)
+    claim = claim_table(results, baselines)
     assert list(claim["baseline"]) == ["tiresias", "tiresias"] and set(claim["pairs"]) == {3}
     assert claim["ci_low"].isna().all()
-    text = report_text(results)
+    text = report_text(results, baselines)
     assert "n=3: too few for an interval" in text and "[" not in text.split("claim check")[1]
     for row in claim.itertuples():
         pair = runs[runs["load"] == row.load].pivot_table(
@@ -97,7 +97,7 @@ def test_the_claim_check_never_sets_goodput_against_its_own_variants(load_sweep,
     variant.to_csv(tmp_path / "ga" / "summary.csv", index=False)
     text = CliRunner().invoke(main, ["report", str(tmp_path / "ga")]).output
     assert "no baseline in the results to set goodput against" in text
-    assert claim_table(load_results(tmp_path / "ga")).empty
+    assert claim_table(load_results(tmp_path / "ga"), baselines).empty
     (tmp_path / "none").mkdir()
     runs[runs["policy"] == "tiresias"].to_csv(tmp_path / "none" / "summary.csv", index=False)
     text = CliRunner().invoke(main, ["report", str(tmp_path / "none")]).output
@@ -111,7 +111,7 @@ def test_a_comparison_report_bootstraps_over_jobs(comparison):
     row = policy_table(results).set_index("policy").loc["goodput"]
     assert row.avg_jct_s == pytest.approx(jobs["jct"].mean())
     assert row.ci_low_s < row.avg_jct_s < row.ci_high_s
-    claim = claim_table(results)
+    claim = claim_table(results, baselines)
     assert list(claim["baseline"]) == ["fifo", "tiresias"] and set(claim["pairs"]) == {40}
 
 
@@ -242,7 +242,7 @@ def test_report_keeps_unlike_runs_apart_and_never_pairs_them(small_csv, tmp_path
         jobs = pd.read_csv(tmp_path / "all" / name / "jobs.csv")
         assert table.loc[label, "avg_jct_s"] == pytest.approx(jobs["jct"].mean())
         assert results.jobs[label]["jct"].equals(jobs["jct"])
-    claim = claim_table(results).set_index(["policy", "baseline"])
+    claim = claim_table(results, baselines).set_index(["policy", "baseline"])
     assert len(claim) == 6
     for (mine, _), row in claim.iterrows():
         if "seed=3" in mine:
@@ -268,7 +268,7 @@ def test_a_sweep_report_keeps_cells_with_other_settings_apart(small_csv, tmp_pat
     results = load_results(tmp_path)
     assert len(results.labels) == 8 and "goodput interval=120.0 restart_delay=60" in results.labels
     assert set(policy_table(results)["runs"]) == {1}
-    claim = claim_table(results)
+    claim = claim_table(results, baselines)
     assert len(claim) == 4 and (claim["pairs"] == 1).all()
     for row in claim.itertuples():
         assert row.baseline == row.policy.replace("goodput", "fifo")
@@ -276,12 +276,12 @@ def test_a_sweep_report_keeps_cells_with_other_settings_apart(small_csv, tmp_pat
 
 def test_both_report_formats_word_verdicts_alike(comparison, tmp_path):
     results = load_results(comparison)
-    verdicts = set(claim_table(results)["verdict"])
+    verdicts = set(claim_table(results, baselines)["verdict"])
     assert verdicts
     from goodput_sim.results.html_report import write_html
 
-    write_html(results, tmp_path / "r.html")
-    page, text = (tmp_path / "r.html").read_text(), report_text(results)
+    write_html(results, tmp_path / "r.html", baselines)
+    page, text = (tmp_path / "r.html").read_text(), report_text(results, baselines)
     for verdict in verdicts:
         assert verdict in text and html.escape(verdict) in page
 
@@ -299,6 +299,8 @@ def test_intervals_depend_on_the_runs_not_on_their_folder_or_neighbours(comparis
     after = policy_table(load_results(other)).set_index("policy")[columns]
     pd.testing.assert_frame_equal(after, before.loc[["fifo", "goodput"]])
     claim = ["baseline", "reduction", "ci_low", "ci_high"]
-    before = claim_table(load_results(comparison))[claim].set_index("baseline").loc[["fifo"]]
-    after = claim_table(load_results(other))[claim].set_index("baseline")
+    before = (
+        claim_table(load_results(comparison), baselines)[claim].set_index("baseline").loc[["fifo"]]
+    )
+    after = claim_table(load_results(other), baselines)[claim].set_index("baseline")
     pd.testing.assert_frame_equal(after, before)

@@ -20,15 +20,12 @@ from click.testing import CliRunner
 
 from goodput_sim.cli import main
 from goodput_sim.models import tail, tail_stage1
-from goodput_sim.models.critical import (
-    critical_batch_report,
-    fit_critical_batch,
-    steps_and_examples_to_finish,
-)
+from goodput_sim.models.critical import fit_critical_batch
 from goodput_sim.models.efficiency import noise_scale
 from goodput_sim.models.limits import Limits
 from goodput_sim.profiles import load_profiles
 from goodput_sim.profiles.base import ApplicationProfile
+from goodput_sim.profiles.critical import critical_batch_report, steps_and_examples_to_finish
 
 RTOL = 1e-9  # tail-weighted objectives: closed-form arithmetic, deterministic
 # critical-batch fits: an iterative least-squares solver, stopped at its default tolerances;

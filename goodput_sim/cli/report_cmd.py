@@ -36,6 +36,7 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None, f
     """Per load: each policy's mean average JCT with a 95% bootstrap interval (across the
     workloads and seeds of a sweep, or the jobs of a comparison), p95 JCT, makespan and
     utilisation; then goodput's reduction against each baseline beside the paper's 37-50%."""
+    from goodput_sim.api import baselines
     from goodput_sim.results.report import (
         claim_note,
         claim_table,
@@ -50,21 +51,21 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None, f
         writable_file(output, force=force)
     data = load_results(results)
     if fmt == "json":
-        claim = claim_table(data)
+        claim = claim_table(data, baselines)
         body = {
             "kind": data.kind,
             "caption": data.caption(),
             "policies": json.loads(policy_table(data).to_json(orient="records")),
             "claim": json.loads(claim.to_json(orient="records")) if len(claim) else [],
-            "claim_note": claim_note(data),
+            "claim_note": claim_note(data, baselines),
         }
         click.echo(jsonio.dumps(body))
     else:
-        click.echo(report_text(data))
+        click.echo(report_text(data, baselines))
     if output is not None:
         from goodput_sim.results.html_report import write_html
 
         chosen = [j.strip() for j in jobs.split(",") if j.strip()] if jobs else None
         click.echo(f"drawing the figures of {output} ...", err=True)  # seconds, not silence
-        write_html(data, output, chosen)
+        write_html(data, output, baselines, chosen)
         click.echo(f"\nwrote {output}", err=fmt == "json")

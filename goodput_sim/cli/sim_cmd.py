@@ -17,6 +17,7 @@ from goodput_sim.api import (
     bundled_workload,
     checked_output_path,
     compare,
+    declared_params,
     default_profiles_path,
     failure_free,
     has_failures,
@@ -256,7 +257,7 @@ def run_cmd(
             raise InputError(f"--{given[0].replace('_', '-')}", "cannot be set with --manifest")
         from goodput_sim.results.replay import replay_arguments
 
-        arguments = replay_arguments(manifest)
+        arguments = replay_arguments(manifest, declared_params)
         policy, workload, profiles = (arguments[k] for k in ("policy", "workload", "profiles"))
         seed, config, cluster = arguments["seed"], arguments["config"], arguments["cluster"]
         agent, params = arguments["agent"], arguments["params"]

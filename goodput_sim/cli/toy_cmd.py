@@ -139,8 +139,8 @@ def recurrence_cmd(fmt: str) -> None:
 def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
     """Seed 002: each application's noise scale at the start and end of training, and the
     critical batch of its whole run (S = S_min (1 + B_crit/B))."""
-    from goodput_sim.models.critical import critical_batch_report
     from goodput_sim.profiles import load_profiles
+    from goodput_sim.profiles.critical import critical_batch_report
 
     rows = critical_batch_report(load_profiles(profiles))
     if fmt == "json":

@@ -138,6 +138,11 @@ def bundled_path(name: str) -> Path:
     return Path(__file__).resolve().parents[2] / "traces" / name
 
 
+def bundled_workload() -> Path:
+    """The default workload shipped in ``traces/workloads/``."""
+    return bundled_path("workloads/default.csv")
+
+
 # --------------------------------------------------------------------------- loading workloads
 
 

@@ -15,7 +15,8 @@ from dataclasses import astuple, dataclass, fields
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-TINY = 1e-8
+from goodput_sim.models.numerics import TINY
+
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
 _INITIAL = np.array([0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001])
 _LOWER = np.array([TINY] * 6 + [1.0])

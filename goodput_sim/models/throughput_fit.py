@@ -17,7 +17,7 @@ from goodput_sim.models.fit_kernels import (
     normal_equations,
     sync_terms,
 )
-from goodput_sim.models.throughput import TINY
+from goodput_sim.models.numerics import TINY
 
 _GAMMA_PRIOR, _NET_PRIOR = 1e-3, 1e-2  # regularisation weights of SPEC 3.3
 _SQRT_GAMMA_PRIOR, _SQRT_NET_PRIOR = math.sqrt(_GAMMA_PRIOR), math.sqrt(_NET_PRIOR)

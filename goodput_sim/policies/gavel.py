@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec, type_nodes
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
@@ -31,7 +31,6 @@ from goodput_sim.policies.gavel_lp import (
     max_min_fair_allocation,
     max_sum_throughput_allocation,
 )
-from goodput_sim.policies.placement import type_nodes
 from goodput_sim.profiles.base import iteration_seconds
 
 OVERSIZED_THROUGHPUT = 0.1  # the artifact's iterations/s for a job larger than a type (SPEC 6.2)

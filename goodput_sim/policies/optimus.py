@@ -1,16 +1,16 @@
 """Optimus+Oracle (+TunedJobs): fixed batch, GPUs handed out one at a time to the job whose
 remaining time drops most, with remaining work and step times read from the true profile
 (SPEC 7.1; Peng et al., EuroSys'18). A job's step time at r GPUs is read at r packed onto the
-nodes up of its GPU type, largest first (:func:`~goodput_sim.policies.placement.type_nodes`)."""
+nodes up of its GPU type, largest first (:func:`~goodput_sim.inputs.cluster.type_nodes`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec, type_nodes
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
-from goodput_sim.policies.placement import keep_or_fill, type_nodes
+from goodput_sim.policies.placement import keep_or_fill
 from goodput_sim.profiles.base import iteration_seconds
 
 

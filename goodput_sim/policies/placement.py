@@ -9,17 +9,6 @@ from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.policies.base import Decision, JobView
 
 
-def type_nodes(cluster: ClusterSpec, gpu_type: str | None) -> ClusterSpec:
-    """The cluster with only the nodes of ``gpu_type`` up: where a job of that type is placed
-    (its ``packed_layout`` is the job's placement at best). The cluster itself without a type,
-    on a cluster of one type, or when no node of the type is up."""
-    if gpu_type is None or not cluster.mixed:
-        return cluster
-    others = {n for n, t in enumerate(cluster.gpu_types) if t != gpu_type}
-    mine = cluster.with_offline(cluster.offline | others)
-    return mine if mine.total_gpus else cluster
-
-
 def fill_most_free(
     needed: int, free: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], tuple[int, ...]] | None:

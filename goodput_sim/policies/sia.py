@@ -34,11 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec, type_nodes
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
-from goodput_sim.policies.placement import type_nodes
 
 EPSILON = 1e-4  # the value of a configuration nothing is known about ("zero-allocation gain")
 CLIP = 3000.0

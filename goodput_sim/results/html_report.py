@@ -15,6 +15,7 @@ from goodput_sim import __version__
 from goodput_sim.results import plots
 from goodput_sim.results.metrics import PAPER_CLAIM, REFERENCE_POLICY
 from goodput_sim.results.report import (
+    Baselines,
     Results,
     claim_note,
     claim_table,
@@ -62,9 +63,12 @@ window.addEventListener("load", function () {
 """
 
 
-def write_html(results: Results, path: Path, jobs: list[str] | None = None) -> Path:
-    """Write the report of ``results`` to ``path`` (``jobs``: whose GPUs and batch to trace in
-    a comparison; default the three longest jobs of goodput or the first policy)."""
+def write_html(
+    results: Results, path: Path, baselines: Baselines, jobs: list[str] | None = None
+) -> Path:
+    """Write the report of ``results`` to ``path`` (``baselines``: which policies the claim check
+    sets goodput against, ``api.baselines``; ``jobs``: whose GPUs and batch to trace in a
+    comparison; default the three longest jobs of goodput or the first policy)."""
     caption = results.caption()
     table = policy_table(results)
     parts = [
@@ -73,7 +77,7 @@ def write_html(results: Results, path: Path, jobs: list[str] | None = None) -> P
         "<h2>Average JCT per policy</h2>",
         _policy_html(results, table),
         "<h2>Claim check</h2>",
-        _claim_html(results),
+        _claim_html(results, baselines),
         "<h2>Figures</h2>",
         *(_figure(fig, text) for fig, text in _figures(results, table, caption, jobs)),
         "<h2>Manifest</h2>",
@@ -137,12 +141,12 @@ def _policy_html(results: Results, table: pd.DataFrame) -> str:
     return note + _table(shown, ("policy",))
 
 
-def _claim_html(results: Results) -> str:
-    note = claim_note(results)
+def _claim_html(results: Results, baselines: Baselines) -> str:
+    note = claim_note(results, baselines)
     if note:
         return f"<p>{html.escape(note)}</p>"
     low, high = PAPER_CLAIM
-    claim = claim_table(results)
+    claim = claim_table(results, baselines)
     shown = pd.DataFrame(
         {
             "load": claim["load"].map("{:g}".format),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from goodput_sim.sim.fairness import fairness_summary
+from goodput_sim.results.fairness import fairness_summary
 
 PAPER_CLAIM = (0.37, 0.50)  # Pollux (OSDI'21): 37-50% lower average JCT than its baselines
 REFERENCE_POLICY = "goodput"

@@ -5,25 +5,33 @@ cluster and the engine settings, so the replay's ``jobs.csv`` equals the origina
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from goodput_sim.agents import agent_class
-from goodput_sim.api import bundled_workload, file_hash
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import cluster_from_record
-from goodput_sim.policies import policy_class
+from goodput_sim.inputs.workload import bundled_workload
 from goodput_sim.profiles import bundled_profiles_path
-from goodput_sim.results.saved import MAX_SEED, is_seed, read_manifest
-from goodput_sim.spec import SimConfig, config_from_record
+from goodput_sim.results.saved import MAX_SEED, file_hash, is_seed, read_manifest
+from goodput_sim.spec import config_from_record
+
+if TYPE_CHECKING:
+    from goodput_sim.spec import SimConfig
+
+Declared = Callable[[str, str], Iterable[str]]
+"""``(role, name)`` -> the parameter names the policy (role ``policy``) or batch agent (role
+``agent``) called ``name`` declares, raising InputError for an unknown name
+(``api.declared_params``)."""
 
 
-def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
+def replay_arguments(manifest_path: str | Path, declared: Declared) -> dict[str, Any]:
     """Keyword arguments of :func:`goodput_sim.api.run` that reproduce the run of a manifest.
 
     Inputs are found where the manifest says (relative paths from its folder); an input moved
     since is found among the bundled ones by its hash. An input whose content changed is an
-    error: the replay would not be one."""
+    error: the replay would not be one. ``declared`` tells which of the manifest's policy and
+    agent entries are parameters (``api.declared_params``)."""
     path = Path(manifest_path)
     manifest = read_manifest(path)
     policy, agent = dict(manifest["policy"]), dict(manifest["agent"])
@@ -34,8 +42,8 @@ def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
     seed = policy.pop("seed", manifest.get("seed", 0))
     if not is_seed(seed):
         raise InputError(path, f"expected an integer in [0, {MAX_SEED}], found {seed!r}", "seed")
-    params = _recorded_params(path, "policy", policy_class, name, policy)
-    params |= _recorded_params(path, "agent", agent_class, agent_name, agent)
+    params = _recorded_params(path, "policy", declared, name, policy)
+    params |= _recorded_params(path, "agent", declared, agent_name, agent)
     return {
         "policy": name,
         "workload": _input(path, "workload", inputs, hashes, bundled_workload()),
@@ -48,15 +56,17 @@ def replay_arguments(manifest_path: str | Path) -> dict[str, Any]:
     }
 
 
-def _recorded_params(path: Path, key: str, kind, name: str, values: dict) -> dict[str, Any]:
+def _recorded_params(
+    path: Path, key: str, declared: Declared, name: str, values: dict
+) -> dict[str, Any]:
     """A manifest's parameter values of its policy or agent, as ``--param`` gives them (``key``
     is ``policy`` or ``agent``); other entries describe the run (its optimiser...) and are not
     parameters. The values are checked when the policy is built from them."""
     try:
-        declared = {p.name for p in kind(name).params}
+        names = set(declared(key, name))
     except InputError as error:
         raise InputError(path, error.problem, key) from None
-    return {f"{key}.{k}": v for k, v in values.items() if k in declared}
+    return {f"{key}.{k}": v for k, v in values.items() if k in names}
 
 
 def _replayed_config(path: Path, record: object) -> SimConfig:

@@ -6,12 +6,14 @@ level, each policy's mean average JCT carries a 95% percentile-bootstrap interva
 (workload, seed, cluster, interval) runs of a sweep, or across the jobs of a comparison. The
 claim check pairs goodput with each baseline on the same runs (or jobs) and bootstraps the
 reduction ``1 - mean(goodput) / mean(baseline)`` beside the Pollux paper's 37-50%. Baselines are
-the policies that are not goodput or one of its own variants (``api.baselines``).
+the policies that are not goodput or one of its own variants: the caller passes the function
+that picks them (``api.baselines``), so that reading results needs no policy class.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +21,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from goodput_sim.api import baselines
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import cluster_from_record
 from goodput_sim.results.metrics import PAPER_CLAIM, REFERENCE_POLICY
@@ -36,6 +37,9 @@ from goodput_sim.spec import config_from_record, values_of
 
 if TYPE_CHECKING:
     from goodput_sim.spec import SimConfig
+
+Baselines = Callable[[Iterable[str]], list[str]]
+"""Which of the given policy names the claim check sets goodput against (``api.baselines``)."""
 
 UNIT_COLUMNS = ("workload", "seed", "cluster", "interval", "gpu_types", "settings")
 """What makes two runs of a sweep the same experiment for different policies."""
@@ -293,7 +297,7 @@ def interval_text(low: float, high: float, n: int, number: str) -> str:
 
 
 FAIRNESS_KEYS = ("ftf_rho_max", "ftf_rho_median", "ftf_unfair_fraction")
-"""Finish-time fairness of each run's summary (:mod:`goodput_sim.sim.fairness`)."""
+"""Finish-time fairness of each run's summary (:mod:`goodput_sim.results.fairness`)."""
 
 
 def _mean_of(part: pd.DataFrame, key: str) -> float:
@@ -301,13 +305,13 @@ def _mean_of(part: pd.DataFrame, key: str) -> float:
     return float(part[key].mean()) if key in part else float("nan")
 
 
-def claim_table(results: Results, seed: int = 0) -> pd.DataFrame:
+def claim_table(results: Results, baselines: Baselines, seed: int = 0) -> pd.DataFrame:
     """Per load: goodput's average-JCT reduction against each baseline, with a paired 95%
     bootstrap interval, and where it falls against the paper's 37-50%. Runs that differ in
     anything but the policy (seed, settings, cluster...) are never paired: each goodput variant
     is set against the baselines run like it, or, when there is none, a row per baseline says
     what differs. Empty when goodput or every baseline is missing (``claim_note`` says
-    which)."""
+    which). ``baselines`` picks the baselines among policy names (``api.baselines``)."""
     runs = results.runs
     if REFERENCE_POLICY not in set(runs["policy"]):
         return pd.DataFrame()
@@ -382,8 +386,9 @@ def _verdict(reduction: float, low: float, high: float) -> str:
     return ("below" if reduction < paper_low else "above") + " (interval overlaps the range)"
 
 
-def claim_note(results: Results) -> str:
-    """Why there is no claim check, or an empty string when there is one."""
+def claim_note(results: Results, baselines: Baselines) -> str:
+    """Why there is no claim check, or an empty string when there is one (``baselines`` as for
+    :func:`claim_table`)."""
     if REFERENCE_POLICY not in set(results.runs["policy"]):
         return "claim check: needs the goodput policy in the results"
     if not baselines(set(results.runs["policy"])):
@@ -397,8 +402,9 @@ def statistic_text(value: float, spec: str) -> str:
     return "-" if value != value else format(value, spec)
 
 
-def report_text(results: Results) -> str:
-    """The report for a terminal: the policy table per load, then the claim check."""
+def report_text(results: Results, baselines: Baselines) -> str:
+    """The report for a terminal: the policy table per load, then the claim check
+    (``baselines`` as for :func:`claim_table`)."""
     lines = [f"{results.kind} {results.folder}: {results.caption()}", ""]
     table = policy_table(results)
     over = "runs" if results.kind == "sweep" else "jobs"
@@ -423,7 +429,7 @@ def report_text(results: Results) -> str:
         "(worst job; share of jobs above 1)"
     )
     lines.append("")
-    note = claim_note(results)
+    note = claim_note(results, baselines)
     if note:
         return "\n".join([*lines, note])
     low, high = PAPER_CLAIM
@@ -431,7 +437,7 @@ def report_text(results: Results) -> str:
         f"claim check: goodput's average-JCT reduction vs each baseline, 95% paired bootstrap CI "
         f"(Pollux paper: {low:.0%}-{high:.0%})"
     )
-    claim = claim_table(results)
+    claim = claim_table(results, baselines)
     several = claim["policy"].nunique() > 1 or (claim["policy"] != REFERENCE_POLICY).any()
     pairs = [
         f"{a} vs {b}" if several else f"vs {b}"

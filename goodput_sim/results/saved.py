@@ -8,6 +8,7 @@ by a full disk or written by another tool gives an error, never a traceback or a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -22,6 +23,17 @@ from goodput_sim.errors import InputError, regular_file
 
 MAX_SEED = 2**32 - 1
 """Seeds are integers in [0, MAX_SEED] everywhere (numpy's and Python's generators alike)."""
+
+
+def file_hash(path: str | Path) -> str:
+    """sha256 of a file, or of every file below a folder (sorted), for the manifest."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def read_json(path: Path, what: str) -> Any:

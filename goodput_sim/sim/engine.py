@@ -48,19 +48,18 @@ from goodput_sim.sim.dynamics import (
     LossCause,
     build_dynamics,
 )
+from goodput_sim.sim.guards import Guards
 from goodput_sim.sim.jobbook import JobBook
 from goodput_sim.sim.jobs import Job
 from goodput_sim.sim.nodes import NodePool
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.plans import Planner
 from goodput_sim.sim.progress import advance_job, lose_work
-from goodput_sim.sim.recording import gpu_hours_by_type, jobs_table, round_record, round_row
+from goodput_sim.sim.recording import Recorder
 from goodput_sim.sim.result import SimResult, fairness_source
 from goodput_sim.sim.threads import one_blas_thread
 from goodput_sim.sim.views import Views
 from goodput_sim.spec import SimConfig
-
-MAX_SIMULATED_SECONDS = 20 * 365 * 86400.0  # beyond every finishable workload: a runaway
 
 
 class Simulation:
@@ -85,7 +84,6 @@ class Simulation:
         seed: int | None = None,
     ):
         self.on_finish = on_finish  # told how many jobs finished at each round, for progress
-        self.observers = tuple(observers)  # each called with every round's RoundRecord
         config = self.config = config or SimConfig()
         self.cluster = pool_cluster(cluster or ClusterSpec(), config.autoscale)
         self.policy = policy
@@ -105,7 +103,7 @@ class Simulation:
             raise InputError("--oracle", "is not supported on profiles by GPU type")
         self.views = Views(book, policy, self.cluster, config.restart_delay)
         self.planner = Planner(self.agent, self.views)
-        self.round_records: list[dict] = []
+        self.recorder = Recorder(self.cluster, observers)
         self.policy_seconds: list[float] = []
         self.env = simpy.Environment()
         self.active: list[Job] = []
@@ -113,9 +111,7 @@ class Simulation:
         self.completions: dict[str, simpy.Event] = {}  # of the jobs made so far
         self._arrived = 0  # jobs of the arrival order that have arrived
         self.stopped: str | None = None
-        self._started = 0.0
-        self._events = 0  # work done so far, against config.max_events
-        self._stalled_since: float | None = None  # when jobs last began to wait with no GPU held
+        self.guards = Guards(config)
         self._releases = 0  # jobs that lost every GPU so far (a changed world)
         with one_blas_thread():  # the profiles' first interpolations
             self._check_finishable()
@@ -125,7 +121,6 @@ class Simulation:
         for dynamic in self.dynamics:
             dynamic.check()
         self._advancers = [d for d in self.dynamics if type(d).advance is not Dynamic.advance]
-        self._several_shapes = len({g.gpus_per_node for g in self.cluster.groups}) > 1
         # Event-driven rounds: the last decision stands until this time while no job arrives,
         # finishes or loses its GPUs and the offline nodes stay these.
         self._quiet_until = -np.inf
@@ -158,22 +153,16 @@ class Simulation:
     # ---------------------------------------------------------------------------------- run
     def run(self) -> SimResult:
         """Replay the workload to the end (or the horizon); a simulation runs once."""
-        if self.env.now > 0 or self.round_records:
+        if self.env.now > 0 or self.recorder.rows:
             raise RuntimeError("a Simulation runs once; build a new one to run again")
-        started = self._started = wallclock.perf_counter()
+        self.guards.start()
         for dynamic in self.dynamics:
             dynamic.start()
         book = self.book
         arrivals = ((float(book.arrivals[i]), book.names[i]) for i in book.order)
         with one_blas_thread():
             run_clock(self.env, arrivals, self._on_arrival, self._round)
-        jobs = jobs_table(
-            book.made,
-            book.fresh(0),
-            (book.names, book.apps, book.arrivals.tolist()),
-            book.typed,
-            self._job_columns,
-        )
+        jobs = self.recorder.jobs(book, self.dynamics)
         fairness = None
         if len(jobs) and not any(d.replaces_work for d in self.dynamics):
             adapts = self.agent.name != "fixed"
@@ -181,33 +170,18 @@ class Simulation:
         return SimResult(
             jobs=jobs,
             fairness_source=fairness,
-            rounds=pd.DataFrame(self.round_records),
+            rounds=pd.DataFrame(self.recorder.rows),
             policy=self.policy.describe(),
             agent=self.agent.describe(),
             config=asdict(self.config),
             cluster=self.cluster.describe(),
-            wall_seconds=wallclock.perf_counter() - started,
+            wall_seconds=wallclock.perf_counter() - self.guards.started,
             policy_seconds=self.policy_seconds,
             stopped=self.stopped,
-            cluster_summary=self._cluster_summary(),
+            cluster_summary=self.recorder.cluster_summary(
+                self.pool, book, self.dynamics, self.env.now
+            ),
         )
-
-    def _job_columns(self, job: Job) -> dict[str, Any]:
-        """Every dynamic's ``jobs.csv`` cells of ``job``, in registration order."""
-        out: dict[str, Any] = {}
-        for dynamic in self.dynamics:
-            if dynamic.columns:
-                out.update(dynamic.job_columns(job))
-        return out
-
-    def _cluster_summary(self) -> dict:
-        """The nodes' summary, with GPU-hours by type on typed runs, and the dynamics'."""
-        out = self.pool.summary(self.env.now)
-        if self.book.typed:
-            out.update(gpu_hours_by_type(self.book.made_in_order(), self.cluster.type_order))
-        for dynamic in self.dynamics:
-            out.update(dynamic.summary(self.env.now))
-        return out
 
     def _on_arrival(self, event: simpy.Event) -> None:
         """A job arrives: it becomes schedulable at the next round (at or after this time).
@@ -230,15 +204,12 @@ class Simulation:
         waiting = len(self.book) - self._arrived
         if (not self.active and not waiting) or (horizon is not None and now >= horizon):
             return None
-        self.stopped = self._guard(now)
+        self.stopped = self.guards.why_stop(now, self.active)
         if self.stopped:
             return None
         if self.active:
             self._schedule(now)
-            self._events += len(self.active)
-            held = any(job.replicas for job in self.active)
-            if held or self._stalled_since is None:
-                self._stalled_since = None if held else now
+            self.guards.scheduled(now, self.active)
             wait = interval
         else:
             gap = float(self.book.arrivals[self.book.order[self._arrived]]) - now
@@ -266,29 +237,6 @@ class Simulation:
             if self.on_finish is not None:
                 self.on_finish(len(self.active) - len(still))
         self.active = still
-
-    def _guard(self, now: float) -> str | None:
-        """Why a runaway run must stop now, if it must: too much wall time (``max_wall``),
-        simulated time beyond the bound every finishable workload stays within, the work
-        budget spent, or jobs stalled with none holding a GPU."""
-        limit = self.config.max_wall
-        if limit is not None and wallclock.perf_counter() - self._started > limit:
-            return f"wall time exceeded --max-wall {limit:g} s at simulated {now:.0f} s"
-        if now > MAX_SIMULATED_SECONDS:
-            return f"simulated time passed {MAX_SIMULATED_SECONDS:.0f} s with jobs unfinished"
-        if self._events > self.config.max_events:
-            return (
-                f"work budget exceeded: {self._events} events (job-rounds, node failures and "
-                f"repairs) by simulated {now:.0f} s; raise --max-events to go on"
-            )
-        since, hours = self._stalled_since, self.config.stall_hours
-        if since is not None and now - since >= hours * 3600:
-            return (
-                f"stalled: {len(self.active)} jobs waited {hours:g} simulated hours from "
-                f"{since:.0f} s with none holding a GPU (the policy or the cluster cannot run "
-                "them; raise --stall-hours to wait longer)"
-            )
-        return None
 
     # ----------------------------------------------------------------------------- schedule
     def _schedule(self, now: float) -> None:
@@ -408,18 +356,7 @@ class Simulation:
                 advance_job(job, start, end)
 
     def _record_round(self, now: float, active: list[Job]) -> None:
-        pool = self.pool
-        offline = pool.offline()
-        row = round_row(
-            now, active, self.cluster.nodes - len(offline), len(pool.failed), len(pool.starting)
-        )
-        if self._several_shapes:  # else gpus up = nodes_up x GPUs per node
-            row["gpus_up"] = self.cluster.with_offline(offline).total_gpus
-        self.round_records.append(row)
-        if self.observers:
-            record = round_record(now, active, offline)
-            for observe in self.observers:
-                observe(record)
+        self.recorder.round(now, active, self.pool)
 
     # ------------------------------------------------------------- the dynamics' World calls
     def catch_up(self) -> None:
@@ -473,7 +410,7 @@ class Simulation:
 
     def count_events(self, count: int) -> None:
         """Charge ``count`` events to the work budget."""
-        self._events += count
+        self.guards.events += count
 
     def jobs_on(self, node: int) -> list[Job]:
         """The active, unfinished jobs holding GPUs on ``node``."""

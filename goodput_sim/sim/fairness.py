@@ -15,6 +15,10 @@ averaged over the types, weighted by each type's GPUs, with the share capped by 
 GPUs (the reference's Eq. 3). The job alone starts once (its restart delay) and never waits
 or restarts again: the ideal an equal share buys. A job with rho > 1 finished later than that
 share would have let it.
+
+The pieces that read only a run's tables (each job's contention, the summary of a fairness
+table) are in :mod:`goodput_sim.results.fairness`; this module adds the isolated JCTs, which
+need the application profiles.
 """
 
 from __future__ import annotations
@@ -24,39 +28,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 
-from goodput_sim.inputs.cluster import ClusterSpec
+from goodput_sim.inputs.cluster import ClusterSpec, type_nodes
 from goodput_sim.models.goodput import fixed_batch_configs
 from goodput_sim.profiles.base import ApplicationProfile
+from goodput_sim.results.fairness import contention
 from goodput_sim.sim.progress import epoch_rates
 
 COLUMNS = ("name", "n_avg", "share_gpus", "isolated_jct", "rho")
 BATCH_CANDIDATES = 24  # total batches tried per epoch for an adaptive job alone (geometric)
-
-
-def contention(jobs: pd.DataFrame) -> NDArray[np.float64]:
-    """Per job (row order), the time-averaged number of active jobs over its life: jobs are
-    active from arrival to finish (to the end of the run if unfinished)."""
-    arrival = jobs["arrival"].to_numpy(dtype=float)
-    end = arrival + jobs["jct"].to_numpy(dtype=float)
-    done = end[np.isfinite(end)]
-    horizon = float(done.max()) if done.size else float(arrival.max(initial=0.0))
-    end = np.where(np.isfinite(end), end, horizon)
-    times = np.unique(np.concatenate([arrival, end]))
-    if len(times) < 2:
-        return np.ones(len(jobs))
-    starts, stops = times[:-1], times[1:]
-    # Jobs active over each interval between consecutive events, and its running integral.
-    active = np.searchsorted(np.sort(arrival), starts, "right") - np.searchsorted(
-        np.sort(end), starts, "right"
-    )
-    area = np.concatenate([[0.0], np.cumsum(active * (stops - starts))])
-    first, last = np.searchsorted(times, arrival), np.searchsorted(times, end)
-    life = end - arrival
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n_avg = (area[last] - area[first]) / life
-    return np.where(life > 0, n_avg, 1.0)
 
 
 def isolated_seconds(
@@ -101,8 +81,6 @@ class IsolatedTimes:
     def _seconds(self, app: str, gpu_type: str | None, gpus: int, batch: int | None) -> float:
         key = (app, gpu_type, gpus, batch)
         if key not in self._memo:
-            from goodput_sim.policies.placement import type_nodes
-
             nodes = type_nodes(self.cluster, gpu_type)
             self._memo[key] = isolated_seconds(
                 self.profile_of(app, gpu_type), nodes.packed_layout, gpus, batch
@@ -151,20 +129,3 @@ def fairness_table(
     finished = jobs["finished"].astype(bool).to_numpy()
     out["rho"] = np.where(finished, jobs["jct"].to_numpy(dtype=float) / out["isolated_jct"], np.nan)
     return out.loc[:, list(COLUMNS)]
-
-
-def fairness_summary(table: pd.DataFrame) -> dict[str, float]:
-    """Worst and median rho and the share of jobs with rho > 1 (finished jobs)."""
-    rho = table["rho"].to_numpy(dtype=float) if len(table) else np.array([])
-    rho = rho[np.isfinite(rho)]
-    if not rho.size:
-        return {
-            "ftf_rho_max": math.nan,
-            "ftf_rho_median": math.nan,
-            "ftf_unfair_fraction": math.nan,
-        }
-    return {
-        "ftf_rho_max": float(rho.max()),
-        "ftf_rho_median": float(np.median(rho)),
-        "ftf_unfair_fraction": float(np.mean(rho > 1.0)),
-    }

@@ -4,12 +4,18 @@ plus the frozen :class:`~goodput_sim.sim.observe.RoundRecord` handed to round ob
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from goodput_sim.sim.jobs import Job
-from goodput_sim.sim.observe import RoundRecord, RunningJob
+from goodput_sim.sim.observe import RoundObserver, RoundRecord, RunningJob
+
+if TYPE_CHECKING:
+    from goodput_sim.inputs.cluster import ClusterSpec
+    from goodput_sim.sim.dynamics.base import Dynamic
+    from goodput_sim.sim.jobbook import JobBook
+    from goodput_sim.sim.nodes import NodePool
 
 
 def round_row(now: float, active: Sequence[Job], nodes_up: int, down: int, starting: int) -> dict:
@@ -122,3 +128,51 @@ def gpu_hours_by_type(jobs: Sequence[Job], types: Sequence[str]) -> dict:
     }
     out["type_moves"] = sum(max(len(j.type_history) - 1, 0) for j in jobs)
     return out
+
+
+class Recorder:
+    """What one run writes as it goes (a row per round, and each round's record to the
+    observers) and at its end (the jobs table and the cluster's summary)."""
+
+    def __init__(self, cluster: ClusterSpec, observers: Sequence[RoundObserver]):
+        self.cluster = cluster
+        self.observers = tuple(observers)  # each called with every round's RoundRecord
+        self.rows: list[dict] = []
+        self._several_shapes = len({g.gpus_per_node for g in cluster.groups}) > 1
+
+    def round(self, now: float, active: Sequence[Job], pool: NodePool) -> None:
+        """A round's ``rounds.csv`` row, and its record to every observer."""
+        offline = pool.offline()
+        up = self.cluster.nodes - len(offline)
+        row = round_row(now, active, up, len(pool.failed), len(pool.starting))
+        if self._several_shapes:  # else gpus up = nodes_up x GPUs per node
+            row["gpus_up"] = self.cluster.with_offline(offline).total_gpus
+        self.rows.append(row)
+        if self.observers:
+            record = round_record(now, active, offline)
+            for observe in self.observers:
+                observe(record)
+
+    def jobs(self, book: JobBook, dynamics: Sequence[Dynamic]) -> pd.DataFrame:
+        """``jobs.csv``, with every dynamic's columns in registration order."""
+
+        def extra(job: Job) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for dynamic in dynamics:
+                if dynamic.columns:
+                    out.update(dynamic.job_columns(job))
+            return out
+
+        workload = (book.names, book.apps, book.arrivals.tolist())
+        return jobs_table(book.made, book.fresh(0), workload, book.typed, extra)
+
+    def cluster_summary(
+        self, pool: NodePool, book: JobBook, dynamics: Sequence[Dynamic], end: float
+    ) -> dict:
+        """The nodes' summary, with GPU-hours by type on typed runs, and the dynamics'."""
+        out = pool.summary(end)
+        if book.typed:
+            out.update(gpu_hours_by_type(book.made_in_order(), self.cluster.type_order))
+        for dynamic in dynamics:
+            out.update(dynamic.summary(end))
+        return out
