@@ -30,6 +30,7 @@ from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
 from goodput_sim.results.saved import file_hash
+from goodput_sim.sim.dynamics import DynamicFactory
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.observe import RoundObserver
@@ -160,12 +161,14 @@ def run(
     params: Mapping[str, Any] | None = None,
     progress: bool = False,
     observers: Sequence[RoundObserver] = (),
+    dynamics: Sequence[DynamicFactory] = (),
     **settings: Any,
 ) -> SimResult:
     """Replay ``workload`` (default: the bundled one) under ``policy`` with batch ``agent``
     (default: the policy's own) and ``params`` for either; jobs and rounds tables. With
     ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s; each of
-    ``observers`` is called with every round's frozen record. Engine ``settings`` go by the
+    ``observers`` is called with every round's frozen record; ``dynamics`` are built for this
+    run beside the registered ones (:mod:`goodput_sim.sim.dynamics`). Engine ``settings`` go by the
     CLI's names (``interval=120``, ``mtbf=12``; ``goodput_sim.spec``), checked as there, or
     all at once as a ``config``."""
     config = _settings_config(config, settings, seed, cluster)
@@ -179,7 +182,16 @@ def run(
     check_gpu_types(spec, profile_map, frame["application"])
     with progress_bar(progress, len(frame), policy, "job") as bar:
         sim = Simulation(
-            frame, profile_map, scheduler, spec, config, batch_agent, bar.update, observers
+            frame,
+            profile_map,
+            scheduler,
+            spec,
+            config,
+            batch_agent,
+            bar.update,
+            observers,
+            dynamics=dynamics,
+            seed=seed,
         )
         return sim.run()
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "goodput_sim"
 MAX_CLASS_LINES = 400
+
 
 def modules_of(root: Path) -> dict[str, Path]:
     """Every module below the package folder ``root`` by dotted name (a package by its own name,
@@ -269,3 +271,20 @@ def test_the_cycle_finder_passes_a_package_without_cycles(tmp_path):
     files |= {f"pkg/m{k}.py": f"from pkg import m{k + 1}\n" for k in range(50)}
     files["pkg/m50.py"] = ""
     assert import_cycles(cycle_graph(import_graph(_write(tmp_path, files)))) == []
+
+
+def test_the_architecture_page_names_every_package_module_and_dynamic():
+    """``docs/architecture.md`` lists each package, each module of ``sim/`` and each registered
+    dynamic with its module: a part added without a line there makes this fail."""
+    from goodput_sim.sim.dynamics import DYNAMICS
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    packages = [p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()]
+    missing = [f"{name}/" for name in packages if f"`{name}/`" not in page]
+    sim = [p.name for p in (PACKAGE / "sim").glob("*.py") if p.name != "__init__.py"]
+    missing += [name for name in sim if f"`{name}`" not in page]
+    for name, factory in DYNAMICS.items():
+        module = f"`{Path(inspect.getfile(factory)).name}`"
+        if f"`{name}`" not in page or module not in page:
+            missing.append(f"{name} ({module})")
+    assert not missing, f"docs/architecture.md does not mention: {', '.join(missing)}"

@@ -54,7 +54,7 @@ from goodput_sim.sim.jobs import Job
 from goodput_sim.sim.nodes import NodePool
 from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.plans import Planner
-from goodput_sim.sim.progress import advance_job, lose_work
+from goodput_sim.sim.progress import advance_job, lose_work, settle_save
 from goodput_sim.sim.recording import Recorder
 from goodput_sim.sim.result import SimResult, fairness_source
 from goodput_sim.sim.threads import one_blas_thread
@@ -394,6 +394,11 @@ class Simulation:
     def lose_work(self, job: Job, now: float) -> None:
         """Back to the job's last checkpoint whose save had finished by ``now``."""
         lose_work(job, now)
+
+    def save(self, job: Job, now: float) -> None:
+        """The job's state at ``now`` is saved (a save under way by then counts first)."""
+        settle_save(job, now)
+        job.checkpoint, job.saving = (job.progress, job.epoch, now), None
 
     def schedule(
         self, delay: float, cause: Cause, then: Callable[[], Any], job: str | None = None

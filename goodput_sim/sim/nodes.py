@@ -41,6 +41,7 @@ class NodePool:
         self.failure_log: list[tuple[float, int, float]] = []
         self.off: set[int] = set()  # not provisioned (the autoscaler's)
         self.starting: dict[int, int] = {}  # node -> generation of its start request
+        self.held: dict[int, int] = {}  # node -> other dynamics' holds keeping it offline
         self.node_seconds = 0.0  # provisioned node-seconds, start-up included
         self.gpu_seconds = 0.0  # their GPUs, node by node
         self._tick = 0.0
@@ -75,8 +76,8 @@ class NodePool:
 
     # ---------------------------------------------------------------------------- state
     def offline(self) -> set[int]:
-        """Nodes offering no GPUs: failed, reclaimed, not provisioned, or booting."""
-        return self.failed | self.reclaimed | self.off | set(self.starting)
+        """Nodes offering no GPUs: failed, reclaimed, not provisioned, booting, or held."""
+        return self.failed | self.reclaimed | self.off | set(self.starting) | set(self.held)
 
     def live_cluster(self) -> ClusterSpec:
         """The cluster as this round's policy sees it: offline nodes offer no GPUs."""
@@ -115,6 +116,17 @@ class NodePool:
         self.reclaims += 1
         self.reclaimed.add(node)
         self.starting.pop(node, None)
+
+    def hold(self, node: int) -> None:
+        """Keep ``node`` offline (a dynamic of its own, such as planned maintenance), on top of
+        whatever else does; it stays provisioned and paid for."""
+        self.held[node] = self.held.get(node, 0) + 1
+
+    def unhold(self, node: int) -> None:
+        """Lift one :meth:`hold` of ``node``."""
+        self.held[node] -= 1
+        if not self.held[node]:
+            del self.held[node]
 
     # ------------------------------------------------------------------------ accounting
     def account(self, now: float) -> None:

@@ -97,6 +97,9 @@ class World(Protocol):
     def lose_work(self, job: Job, now: float) -> None:
         """Undo a job's progress since its last checkpoint whose save had finished by ``now``."""
 
+    def save(self, job: Job, now: float) -> None:
+        """Save the job's state at ``now``: it loses nothing when it next stops."""
+
     def schedule(
         self, delay: float, cause: Cause, then: Callable[[], Any], job: str | None = None
     ) -> None:

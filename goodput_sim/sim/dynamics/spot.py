@@ -12,7 +12,6 @@ from goodput_sim.sim.clock import At, Cause, SimEvent, after
 from goodput_sim.sim.dynamics.base import Dynamic, Interruption, LossCause, World
 from goodput_sim.sim.dynamics.checkpoints import save_seconds
 from goodput_sim.sim.jobs import Job
-from goodput_sim.sim.progress import settle_save
 
 
 class SpotReclaims(Dynamic):
@@ -68,8 +67,7 @@ class SpotReclaims(Dynamic):
         for job in world.jobs_on(node):
             saved = notice > 0 and save_seconds(world.config, job) <= notice
             if saved:
-                settle_save(job, now)
-                job.checkpoint, job.saving = (job.progress, job.epoch, now), None
+                world.save(job, now)
                 job.save_due = True
             world.stop(job, why, lose_work=not saved, restore=True)
             self._preemptions[job] = self._preemptions.get(job, 0) + 1
