@@ -276,7 +276,7 @@ def compare(
                 results[name] = run(name, frame, profile_map, spec, seed, config, agent, params)
                 bar.update()
     summaries = {name: run_summary(r) for name, r in results.items()}
-    if has_failures(config, spec):
+    if has_failures(config, spec, profile_map.values()):
         plain_config, plain_cluster = failure_free(config, spec)
         for name in policies:  # the same runs with no node failing, for the cost of failures
             twin = run(name, frame, profile_map, plain_cluster, seed, plain_config, agent, params)
@@ -288,15 +288,15 @@ def compare(
 
 
 def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimConfig, ClusterSpec]:
-    """The twin of a failure run: no failure model, and the cluster without its own failure
-    and reclaim rates (prices and spot groups kept). An ``auto`` checkpoint interval becomes
-    what Young/Daly gives with nothing failing
+    """The twin of a failure run: no failure model, no job crash (the profiles' own neither),
+    and the cluster without its own failure and reclaim rates (prices and spot groups kept).
+    An ``auto`` checkpoint interval becomes what Young/Daly gives with nothing failing
     (:data:`~goodput_sim.sim.dynamics.checkpoints.NO_FAILURE_INTERVAL`)."""
     config = config or SimConfig()
     interval = config.checkpoint_interval
     if interval == "auto":
         interval = NO_FAILURE_INTERVAL
-    plain = dataclasses.replace(config, failures=None, checkpoint_interval=interval)
+    plain = dataclasses.replace(config, failures=None, checkpoint_interval=interval, crashes=False)
     return plain, cluster.without_failures()
 
 

@@ -73,6 +73,7 @@ class SimConfig:
     lr_schedule: str | None = None
     lr_descent: float = 5.0
     seed_objective: bool = False
+    crashes: bool = True  # jobs crash at all (off in a run's failure-free twin)
 
     def __post_init__(self) -> None:
         check_config(self)  # against the declarations of goodput_sim.spec
@@ -422,6 +423,14 @@ SETTINGS: tuple[Setting, ...] = (
         optional=True,
     ),
     Setting(
+        "crashes",
+        bool,
+        True,
+        "Jobs crash, at --job-crash-hours or else at their profile's crash_hours; "
+        "--no-crashes turns every crash off (as a run's failure-free twin does).",
+        "crashes",
+    ),
+    Setting(
         "lifetime",
         str,
         "exponential",
@@ -685,7 +694,7 @@ def non_default(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-GUARD_FIELDS = ("stall_hours", "max_events")
+GUARD_FIELDS = ("stall_hours", "max_events", "crashes")
 """Settings added after the first run keys: they enter a key only when not at their default,
 so a sweep's finished runs keep their keys (a run such a guard stopped is redone anyway)."""
 
@@ -734,5 +743,10 @@ def has_failures(
     """Whether anything fails in a run of ``config`` on ``cluster``: nodes fail or are
     reclaimed, or jobs crash (by the run's rate, or any of ``profiles``' own)."""
     failures = config.failures if config is not None else None
-    crashes = any(getattr(profile, "crash_hours", None) for profile in profiles)
-    return (failures is not None and failures.fails) or crashes or cluster.declares_failures
+    crashes = config is None or config.crashes
+    crashing = crashes and (
+        any(getattr(profile, "crash_hours", None) for profile in profiles)
+        or (failures is not None and failures.job_crash_hours is not None)
+    )
+    nodes = failures is not None and failures.active
+    return nodes or crashing or cluster.declares_failures

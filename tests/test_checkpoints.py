@@ -97,7 +97,7 @@ def test_a_crash_loses_exactly_the_work_since_the_last_checkpoint(profiles):
     periodic checkpoint before it, it loses c - 30 s of training (its start's restart delay
     is not training), then waits for the next round and restores (30 s)."""
     model = FailureModel(job_crash_hours=0.5, seed=3)
-    first = next(model.crash_seconds(0, 0.5))
+    first = next(model.crash_seconds("cifar10-0", 0.5))
     base = _one(profiles, SimConfig())
     assert 30.0 < first < base.finish - base.start  # the seed gives a crash mid-training
     config = SimConfig(checkpoint_interval=86400.0, failures=model)
@@ -124,7 +124,7 @@ def test_a_single_crash_is_exact(profiles):
     hours = length / 3600.0
     for seed in range(50):
         model = FailureModel(job_crash_hours=hours, seed=seed)
-        stream = model.crash_seconds(0, hours)
+        stream = model.crash_seconds("cifar10-0", hours)
         first, second = next(stream), next(stream)
         if 30.0 < first < length and second > 1.2 * length:  # the rerun needs ~length
             break

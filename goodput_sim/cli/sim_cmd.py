@@ -65,8 +65,9 @@ _param_option = click.option(
 
 def _setting_option(setting: Setting):
     """The CLI option of a declared engine setting (a flag for a boolean)."""
-    if setting.kind is bool:
-        return click.option(setting.flag, is_flag=True, default=setting.default, help=setting.help)
+    if setting.kind is bool:  # on by default: --name/--no-name
+        flag = f"{setting.flag}/--no-{setting.flag[2:]}" if setting.default else setting.flag
+        return click.option(flag, is_flag=True, default=setting.default, help=setting.help)
     if setting.choices:
         kind = click.Choice(list(setting.choices))
     elif setting.kind is Path:
@@ -273,7 +274,7 @@ def run_cmd(
     result = run(policy, workload, profiles, cluster, seed, config, agent, params, not quiet)
     summary = run_summary(result)
     spec = as_cluster(cluster, config)
-    if has_failures(config, spec):
+    if has_failures(config, spec) or "crashes" in result.jobs:  # profiles' own crashes too
         plain_config, plain_cluster = failure_free(config, spec)
         twin = run(policy, workload, profiles, plain_cluster, seed, plain_config, agent, params)
         summary["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]

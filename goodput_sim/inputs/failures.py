@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,10 +189,12 @@ class FailureModel:
             yield now, away
             now += away
 
-    def crash_seconds(self, job: int, mean_hours: float) -> Iterator[float]:
-        """Running seconds between the crashes of job number ``job`` (exponential with mean
-        ``mean_hours``), from its own seeded stream, independent of the nodes'."""
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 1, job]))
+    def crash_seconds(self, job: str, mean_hours: float) -> Iterator[float]:
+        """Running seconds between the crashes of the job named ``job`` (exponential with mean
+        ``mean_hours``), from its own stream, keyed by the seed and the job's name only (not
+        its row, nor the other jobs), independent of the nodes'."""
+        key = zlib.crc32(job.encode("utf-8"))
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 1, key]))
         while True:
             yield float(rng.exponential(mean_hours * 3600.0))
 

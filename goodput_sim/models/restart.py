@@ -9,12 +9,15 @@ policy believes a restart costs is what it costs."""
 from __future__ import annotations
 
 
-def restart_factor(age: float, restarts: int, delay: float, grace: bool = False) -> float:
+def restart_factor(
+    age: float, restarts: int, delay: float, grace: bool = False, loss: float = 0.0
+) -> float:
     """The factor a changed allocation's speedup is multiplied by. With ``grace`` (Sia's
     rule) a job younger than one restart delay is not discounted; without it (Pollux's), only
-    a job of age and delay zero is exempt."""
+    a job of age and delay zero is exempt. ``loss``: seconds of work the restart would also
+    throw away (a move that saves nothing), added to what this restart costs."""
     if grace and age < delay:
         return 1.0
     if age + delay <= 0:
         return 1.0
-    return max(age - delay * restarts, 0.0) / (age + delay)
+    return max(age - delay * restarts, 0.0) / (age + delay + loss)

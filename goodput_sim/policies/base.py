@@ -55,6 +55,7 @@ class JobView:
     type_peak_speeds: Mapping[str, float] | None = None  # the same, Sia's max-over-max reading
     restart_delay: float = 30.0  # seconds a restart of this job costs
     restarting: bool = False  # still inside its restart delay
+    move_loss: float = 0.0  # seconds of training a move would throw away now (unsaved moves)
 
     @property
     def replicas(self) -> int:

@@ -122,7 +122,9 @@ class ElasticPolicy(Policy):
         penalize = self.values["restart_penalty"]
         penalties = np.array(
             [
-                restart_factor(job.age, job.num_restarts, job.restart_delay) if penalize else 1.0
+                restart_factor(job.age, job.num_restarts, job.restart_delay, loss=job.move_loss)
+                if penalize
+                else 1.0
                 for job in jobs
             ]
         )

@@ -99,7 +99,9 @@ def one_type_rows(
         return rows
     types = cluster.node_type_index
     order = cluster.type_order
-    ranked = sorted(order, key=lambda t: (preference.index(t) if t in preference else 99, t))
+    ranked = sorted(
+        order, key=lambda t: (preference.index(t) if t in preference else 99, order.index(t))
+    )
     rank = np.array([ranked.index(t) for t in order])  # 0 = preferred
     per_type = np.stack([rows[:, types == k].sum(axis=1) for k in range(len(order))], axis=1)
     keys = per_type * len(order) + (len(order) - 1 - rank)  # most GPUs, then preferred

@@ -256,7 +256,9 @@ class Sia(Policy):
                     if self.values["restart_penalties"] == "reference"
                     else job.restart_delay
                 )
-                factor = restart_factor(job.age, job.num_restarts, delay, grace=True)
+                factor = restart_factor(
+                    job.age, job.num_restarts, delay, grace=True, loss=job.move_loss
+                )
                 keep = goodput[i, index[previous]] if previous in index else None
                 goodput[i] *= factor
                 if keep is not None:

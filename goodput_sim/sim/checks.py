@@ -49,6 +49,27 @@ def check_finishable(requests: Iterable[Job], cluster: ClusterSpec) -> None:
             )
 
 
+def check_categories(requests: Iterable[Job]) -> None:
+    """Refuse a ``rigid`` or ``scale-gpus`` job whose request its application's own rule
+    overrides (ncf's profile fixes 1 GPU and batch 32768): the category says the request
+    binds, so no policy may silently run it otherwise. One check per distinct request."""
+    for job in requests:
+        spec, lim = job.spec, job.profile.limits
+        if spec.category == "adaptive":
+            continue
+        gpus, batch = spec.requested_replicas, spec.requested_batch
+        most, fixed = lim.max_replicas, lim.fixed_batch_size
+        if (most is not None and gpus > most) or (fixed is not None and batch != fixed):
+            rule = f"at most {most} GPUs" if most is not None else "any number of GPUs"
+            rule += f" at batch {fixed}" if fixed is not None else ""
+            raise InputError(
+                f"job {job.name!r}",
+                f"is {spec.category} and asks for {gpus} GPUs at batch {batch}; the "
+                f"{spec.application!r} profile runs on {rule} (ask within it, or make the job "
+                "adaptive)",
+            )
+
+
 def oracle_params(
     applications: Iterable[str],
     profiles: Mapping[str, ApplicationProfile],

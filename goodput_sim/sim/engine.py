@@ -39,7 +39,7 @@ from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.policies.base import Decision, Policy, Snapshot
 from goodput_sim.profiles.base import ApplicationProfile
 from goodput_sim.sim.budget import check_work
-from goodput_sim.sim.checks import check_finishable, oracle_params
+from goodput_sim.sim.checks import check_categories, check_finishable, oracle_params
 from goodput_sim.sim.clock import Cause, SimEvent, after, run_clock
 from goodput_sim.sim.dynamics import (
     Dynamic,
@@ -121,6 +121,9 @@ class Simulation:
         for dynamic in self.dynamics:
             dynamic.check()
         self._advancers = [d for d in self.dynamics if type(d).advance is not Dynamic.advance]
+        self.views.move_costs = [
+            d.move_cost for d in self.dynamics if type(d).move_cost is not Dynamic.move_cost
+        ]
         # Event-driven rounds: the last decision stands until this time while no job arrives,
         # finishes or loses its GPUs and the offline nodes stay these.
         self._quiet_until = -np.inf
@@ -130,6 +133,7 @@ class Simulation:
         self.agent.bind(self)
 
     def _check_finishable(self) -> None:
+        check_categories(self.book.request_jobs)
         check_finishable(self.book.request_jobs, self.cluster)
 
     @property
@@ -234,6 +238,7 @@ class Simulation:
                 still.append(job)
         if len(still) < len(self.active):
             self._quiet_until = -np.inf
+            self.guards.finished(self.env.now)
             if self.on_finish is not None:
                 self.on_finish(len(self.active) - len(still))
         self.active = still

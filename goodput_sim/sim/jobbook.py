@@ -113,7 +113,7 @@ class JobBook:
         belief = JobBelief(
             self.limits(spec, None, truth), self._oracle.get(spec.application), self.fit_memo
         )
-        job = Job(spec, truth, belief, self.cluster.nodes, index)
+        job = Job(spec, truth, belief, self.cluster.nodes)
         if self.typed:
             job.typed = self._typed[spec.application]
             job.type_beliefs = {

@@ -232,7 +232,6 @@ class Job:
     profile: ApplicationProfile
     belief: JobBelief
     num_nodes: int
-    row: int = -1  # its workload row
     allocation: NDArray[np.int64] = field(init=False)
     replicas: int = field(init=False)  # GPUs in use, derived from allocation by assign()
     nodes_used: int = field(init=False)

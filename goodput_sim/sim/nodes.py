@@ -87,11 +87,6 @@ class NodePool:
         """Nodes paid for: all but those the autoscaler has not started."""
         return self.cluster.nodes - len(self.off)
 
-    def provisioned_gpus(self) -> int:
-        """GPUs of the nodes paid for, each node counted with its own GPUs."""
-        capacity = self.cluster.capacity
-        return int(capacity.sum() - sum(int(capacity[n]) for n in self.off))
-
     def present(self, node: int) -> bool:
         """Whether ``node`` is provisioned and not taken back by the provider (so it can fail)."""
         return node not in self.off and node not in self.away
@@ -133,12 +128,13 @@ class NodePool:
         """Count the node-time and GPU-time provisioned since the last call (a reclaimed spot
         node is paid until the provider takes it, not while it is away)."""
         span = now - self._tick
-        self.node_seconds += self.provisioned() * span
-        self.gpu_seconds += self.provisioned_gpus() * span
+        unpaid = self.off | self.away
+        self.node_seconds += (self.cluster.nodes - len(unpaid)) * span
+        capacity = self.cluster.capacity
+        self.gpu_seconds += int(capacity.sum() - sum(int(capacity[n]) for n in unpaid)) * span
         if self.cluster.priced:
-            unpaid = list(self.off | self.away)
             paid = np.ones(self.cluster.nodes, dtype=bool)
-            paid[unpaid] = False
+            paid[list(unpaid)] = False
             self.group_seconds += span * np.bincount(
                 self.cluster.node_group_index[paid], minlength=len(self.cluster.groups)
             )

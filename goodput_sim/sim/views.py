@@ -8,7 +8,7 @@ policy may key its caches by them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -28,6 +28,8 @@ class Views:
         self.policy = policy
         self.cluster = cluster
         self.default_restart_delay = restart_delay
+        # What a move of a running job costs beyond its restart delay (the dynamics' say).
+        self.move_costs: list[Callable[[Job, float], float]] = []
         self._speeds: dict[tuple[str, str], Mapping[str, float]] = {}
         self._truth_views: dict[ApplicationProfile, FrozenProfile] = {}
 
@@ -88,7 +90,13 @@ class Views:
             type_peak_speeds=self._type_speeds(job, "peak") if policy.type_aware else None,
             restart_delay=self.restart_delay(job),
             restarting=job.restart_remaining > 0,
+            move_loss=self._move_loss(job, now),
         )
+
+    def _move_loss(self, job: Job, now: float) -> float:
+        """Seconds of training a move of the job would throw away now (the dynamics' say), so
+        a policy counts what it would lose."""
+        return sum(cost(job, now) for cost in self.move_costs) if self.move_costs else 0.0
 
     def _type_speeds(self, job: Job, reading: str) -> Mapping[str, float] | None:
         """One-GPU throughput of the job's application per GPU type (offline profiling), read

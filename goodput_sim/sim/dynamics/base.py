@@ -19,8 +19,9 @@ keep the engine's rules for it:
 
 Hooks, in the order a run meets them: ``check`` (once every dynamic is built), ``start`` (the
 clock starts), ``job_made`` (a job's state is made), ``before_decide`` and ``after_decide`` (each
-round), ``stopping`` (a running job is about to lose its GPUs, and why), ``assigned`` (a job's
-GPUs changed, for any reason), ``restarting`` (a job starts on new GPUs), ``advance`` (moving a
+round), ``move_cost`` (what moving a running job would cost it, shown to policies), ``stopping`` (a
+running job is about to lose its GPUs, and why), ``assigned`` (a job's GPUs changed, for any
+reason), ``restarting`` (a job starts on new GPUs), ``advance`` (moving a
 running job through time), ``idle_round`` (a round with no active job), and at the end
 ``job_columns`` and ``summary``.
 """
@@ -179,6 +180,11 @@ class Dynamic:
 
     def failure_rate(self, job: Job) -> float:
         """Events per second of this dynamic that undo the job's work."""
+        return 0.0
+
+    def move_cost(self, job: Job, now: float) -> float:
+        """Seconds a move of the running job would cost it at ``now`` beyond its restart delay
+        (work it would lose); policies see it in the job's restart delay."""
         return 0.0
 
     def idle_round(self) -> bool:

@@ -90,9 +90,16 @@ class Checkpoints(Dynamic):
         own = getattr(job.profile, "checkpoint_interval", None)
         return config.checkpoint_interval or own or DEFAULT_CHECKPOINT_SECONDS
 
+    def move_cost(self, job: Job, now: float) -> float:
+        """Under ``none`` a move loses the training since the job's last checkpoint."""
+        if self.world.config.reallocation_checkpoint != "none" or not job.replicas:
+            return 0.0
+        return max(now - job.checkpoint[2], 0.0)
+
     def stopping(self, job: Job, why: Interruption) -> None:
-        """A running job the policy moves saves, or not (``reallocation_checkpoint``)."""
-        if why.cause is LossCause.REALLOCATED:
+        """A running job the policy moves, or whose node the autoscaler removes, saves or not
+        (``reallocation_checkpoint``): both are announced moves."""
+        if why.cause in (LossCause.REALLOCATED, LossCause.NODE_REMOVED):
             mode = self.world.config.reallocation_checkpoint
             if mode == "none":
                 self.world.lose_work(job, why.time)

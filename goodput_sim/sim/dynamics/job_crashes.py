@@ -1,6 +1,8 @@
 """Job crashes: a job crashes after exponential running times with mean ``job_crash_hours``
 (the run's, else its application's ``crash_hours``), falls back to its last checkpoint and
-waits for the next round. Its running clock counts down only while it holds GPUs."""
+waits for the next round. Its running clock counts down only while it holds GPUs. Each job's
+draws come from its own stream, keyed by the run's seed and the job's name only, so a job
+crashes alike whatever the workload's row order or the other jobs."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ class JobCrashes(Dynamic):
     """Crashes of running jobs, and their ``crashes`` column."""
 
     name = "job-crashes"
-    settings = ("job_crash_hours",)
+    settings = ("job_crash_hours", "crashes")
     loses_work = True
 
     def __init__(self, world: World):
@@ -42,6 +44,8 @@ class JobCrashes(Dynamic):
 
     @classmethod
     def build(cls, world: World) -> JobCrashes | None:
+        if not world.config.crashes:
+            return None
         crashing = cls(world)
         crashes = any(crashing.hours(job) is not None for job in world.book.request_jobs)
         return crashing if crashes else None
@@ -54,7 +58,7 @@ class JobCrashes(Dynamic):
     def job_made(self, job: Job) -> None:
         hours = self.hours(job)
         if hours is not None:
-            draws = self.model.crash_seconds(job.row, hours)
+            draws = self.model.crash_seconds(job.name, hours)
             self._clocks[job] = _Clock(draws, next(draws))
 
     def failure_rate(self, job: Job) -> float:
