@@ -130,6 +130,7 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
         "lr_schedule": None,
         "lr_descent": 5.0,
         "seed_objective": False,
+        "crashes": True,
     }
     rounds = pd.read_csv(out / "rounds.csv")
     assert rounds["time"].max() < 900 and (rounds["time"] % 120 == 0).all()
