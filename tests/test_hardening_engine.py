@@ -176,3 +176,11 @@ def test_nodes_the_autoscaler_removes_follow_the_reallocation_checkpoint_mode():
         jobs = api.run("goodput", SMALL, cluster="8x4", config=config).jobs
         lost[mode] = jobs["lost_gpu_seconds"].sum()
     assert lost["free"] == 0 and lost["none"] > 0
+
+
+def test_days_with_no_job_are_no_stall():
+    """The no-net-work clock restarts when a job arrives at an empty cluster: a second job
+    arriving two days after the first finished runs to the end."""
+    jobs = SMALL.iloc[:2].assign(time=[0.0, 2 * 86400.0])
+    result = api.run("goodput", jobs, cluster="2x4")
+    assert result.stopped is None and result.jobs["finished"].all()

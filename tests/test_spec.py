@@ -66,6 +66,7 @@ OTHER = {
     "startup_delay": 60.0,
     "node_price": 2.5,
     "autoscaler_params": {"slack_nodes": 1},
+    "crashes": False,
 }
 
 

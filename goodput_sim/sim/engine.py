@@ -190,6 +190,8 @@ class Simulation:
     def _on_arrival(self, event: simpy.Event) -> None:
         """A job arrives: it becomes schedulable at the next round (at or after this time).
         Arrival events fire in queue order (time, then creation order)."""
+        if not self.active:  # nothing was owed while no job was active
+            self.guards.idle(self.env.now)
         self.active.append(self.book.job(int(self.book.order[self._arrived])))
         self._arrived += 1
         self._quiet_until = -np.inf

@@ -35,6 +35,10 @@ class Guards:
         """A job finished: net work."""
         self._flat_since = now
 
+    def idle(self, now: float) -> None:
+        """A job arrives when none is active: the time without one owed no work."""
+        self._flat_since = now
+
     def scheduled(self, now: float, active: Sequence[Job]) -> None:
         """A round scheduled ``active``: count its job-rounds, note whether any job holds GPUs
         and whether any got further than it ever was."""
