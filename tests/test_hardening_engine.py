@@ -184,3 +184,47 @@ def test_days_with_no_job_are_no_stall():
     jobs = SMALL.iloc[:2].assign(time=[0.0, 2 * 86400.0])
     result = api.run("goodput", jobs, cluster="2x4")
     assert result.stopped is None and result.jobs["finished"].all()
+
+
+SPOT = ClusterSpec(
+    (
+        NodeGroup(2, 4, price=3.0, mtbf_hours=0.2, repair_hours=0.05),
+        NodeGroup(2, 4, price=1.0, preemptible=True, preemption_hours=0.1, warning_seconds=60.0),
+    )
+)
+HOSTILE_DYNAMICS = {  # each harsh enough that work can be lost faster than it is done
+    "node failures": ("4x4", {"mtbf": 0.02, "repair_hours": 0.01}),
+    "job crashes": ("4x4", {"job_crash_hours": 0.1, "checkpoint_seconds": 5.0}),
+    "unsaved moves": ("4x4", {"reallocation_checkpoint": "none"}),
+    "spot and group failures": (SPOT, {"checkpoint_seconds": 20.0}),
+    "autoscaled and failing": ("4x4", {"min_nodes": 1, "max_nodes": 4, "mtbf": 0.05}),
+}
+
+
+def _finished_or_stopped_saying_why(result) -> None:
+    if result.stopped is None:
+        assert result.jobs["finished"].all()
+    else:
+        assert result.stopped.split(":")[0] in ("stalled", "work budget exceeded")
+
+
+@pytest.mark.parametrize("policy", ["fifo", "goodput", "sia"])
+@pytest.mark.parametrize("dynamics", list(HOSTILE_DYNAMICS))
+def test_every_run_finishes_or_stops_with_a_reason_and_its_twin_fails_nowhere(policy, dynamics):
+    """Under harsh dynamics a run either finishes every job or a guard stops it, saying why,
+    within a short simulated stall (2 h here); its failure-free twin has no failure of any
+    kind: no node failure or reclaim, no crash, and no lost work but what unsaved moves lose."""
+    cluster, settings = HOSTILE_DYNAMICS[dynamics]
+    jobs = SMALL.iloc[:6]
+    result = api.run(policy, jobs, cluster=cluster, stall_hours=2.0, max_wall=120.0, **settings)
+    _finished_or_stopped_saying_why(result)
+    config = api.build_config({**settings, "stall_hours": 2.0}, 0, api.as_cluster(cluster).nodes)
+    plain, calm = api.failure_free(config, api.as_cluster(cluster, config))
+    twin = api.run(policy, jobs, cluster=calm, config=plain)
+    _finished_or_stopped_saying_why(twin)  # unsaved moves alone may still stall
+    assert twin.jobs["failures"].sum() == 0
+    if settings.get("reallocation_checkpoint") != "none":  # unsaved moves are no failure
+        assert twin.jobs["lost_gpu_seconds"].sum() == 0
+    assert twin.jobs.get("crashes", pd.Series([0])).sum() == 0
+    assert twin.jobs.get("preemptions", pd.Series([0])).sum() == 0
+    assert twin.cluster_summary["node_failures"] == 0
