@@ -29,7 +29,7 @@ from goodput_sim.inputs.workload import bundled_workload, check_workload, load_w
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
-from goodput_sim.results.saved import file_hash
+from goodput_sim.results.saved import check_seed, file_hash
 from goodput_sim.sim.dynamics import DynamicFactory
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
@@ -132,6 +132,7 @@ def make_policy_and_agent(
 ) -> tuple[Policy, BatchAgent]:
     """A policy (by name or alias) and a batch agent (the policy's default unless named), with
     ``params`` validated against what each declares."""
+    seed = check_seed(seed)
     policy_cls = policy_class(policy)
     agent_cls = agent_class(policy_cls.default_agent if agent is None else agent)
     policy_params, agent_params = split_params(policy_cls, agent_cls, params)
@@ -144,10 +145,11 @@ def _workload(
     """The workload (default: the bundled one), checked against the profiles and cluster."""
     if workload is None:
         workload = bundled_workload()
-    if isinstance(workload, pd.DataFrame):
-        check_workload(workload, "workload", applications=profiles, max_gpus=cluster.max_job_gpus)
-        return workload
-    return load_workload(workload, applications=profiles, max_gpus=cluster.max_job_gpus)
+    if isinstance(workload, str | Path):
+        return load_workload(workload, applications=profiles, max_gpus=cluster.max_job_gpus)
+    return check_workload(
+        workload, "workload", applications=profiles, max_gpus=cluster.max_job_gpus
+    )
 
 
 def run(
@@ -171,6 +173,7 @@ def run(
     run beside the registered ones (:mod:`goodput_sim.sim.dynamics`). Engine ``settings`` go by the
     CLI's names (``interval=120``, ``mtbf=12``; ``goodput_sim.spec``), checked as there, or
     all at once as a ``config``."""
+    seed = check_seed(seed)
     config = _settings_config(config, settings, seed, cluster)
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
@@ -254,6 +257,7 @@ def compare(
 ) -> Comparison:
     """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
     and ``params`` apply to every policy, and engine ``settings`` as in :func:`run`."""
+    seed = check_seed(seed)
     config = _settings_config(config, settings, seed, cluster)
     policies = check_policies(policies, agent, params)
     spec = as_cluster(cluster, config)

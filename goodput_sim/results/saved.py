@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,7 +98,18 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 def is_seed(value: object) -> bool:
     """Whether ``value`` is a valid seed: an integer (not a bool) in [0, MAX_SEED]."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEED
+    return (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool)
+        and 0 <= value <= MAX_SEED
+    )
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """``value`` as a seed, or a one-line error naming the argument ``name``."""
+    if not is_seed(value):
+        raise InputError(name, f"expected an integer in [0, {MAX_SEED}], got {value!r}")
+    return int(value)
 
 
 def _name(value: object) -> bool:
