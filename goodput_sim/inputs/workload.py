@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import math
 import numbers
+import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import yaml
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.models.limits import CATEGORIES
-from goodput_sim.usertext import parse_float, refuse_repeated_columns
+from goodput_sim.usertext import parse_float, read_csv, refuse_repeated_columns
 
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 CATEGORY_COLUMN = "category"  # optional: adaptive (the default), scale-gpus or rigid
@@ -606,24 +607,62 @@ def philly_filter(raw: pd.DataFrame) -> pd.Series:
 
 
 def read_philly_csv(path: Path) -> pd.DataFrame:
-    """Read the raw Philly CSV, checking it has the needed columns."""
+    """Read the raw Philly CSV: its needed columns, each once, and in every row a date and
+    time, ``duration`` and ``gpu_time`` in seconds (finite, not negative) and ``num_gpus`` a
+    whole number of at least 1; a bad cell is one line naming the file, line and field."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "file not found")
     try:
-        raw = pd.read_csv(path)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
+        text = read_csv(
+            path, "Philly trace", dtype=str, keep_default_na=False, skip_blank_lines=False
+        )
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise InputError(path, f"cannot read Philly trace: {err}") from None
-    missing = [c for c in _PHILLY_COLUMNS if c not in raw.columns]
+        reason = " ".join(str(err).split())
+        raise InputError(path, f"cannot read Philly trace: {reason}") from None
+    missing = [c for c in _PHILLY_COLUMNS if c not in text.columns]
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}", 1)
-    try:
-        raw["timestamp"] = pd.to_datetime(raw["timestamp"])
-        raw = raw.astype({"duration": "float64", "num_gpus": "int64", "gpu_time": "float64"})
-    except (ValueError, TypeError) as err:
-        raise InputError(path, f"bad value in Philly trace: {err}") from None
-    if raw.empty:
+    text = text.fillna("")
+    lines = text.index.to_numpy() + 2  # skip_blank_lines=False: row k is on line k + 2
+    kept = ~(text.apply(lambda column: column.str.strip() == "").all(axis=1)).to_numpy()
+    text, lines = text[kept].reset_index(drop=True), lines[kept]
+    if text.empty:
         raise InputError(path, "Philly trace has no rows")
+    raw = text.copy()
+    raw["timestamp"] = _philly_column(path, text, lines, "timestamp")
+    for column in ("duration", "num_gpus", "gpu_time"):
+        raw[column] = _philly_column(path, text, lines, column)
     return raw
+
+
+def _philly_column(path: Path, text: pd.DataFrame, lines: np.ndarray, column: str) -> pd.Series:
+    """One Philly column read and checked (see read_philly_csv)."""
+    cells = text[column].str.strip()
+    if column == "timestamp":
+        with warnings.catch_warnings():  # a garbled first cell: pandas guesses per cell
+            warnings.simplefilter("ignore", UserWarning)
+            values = pd.to_datetime(cells, errors="coerce")
+        bad, expected = values.isna().to_numpy(), "a date and time"
+    else:
+        values = pd.to_numeric(cells, errors="coerce")  # ASCII digits only: 1_0 is no number
+        numbers = values.to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            if column == "num_gpus":
+                bad = ~np.isfinite(numbers) | (numbers < 1) | (np.mod(numbers, 1) != 0)
+                expected = "a whole number of GPUs, at least 1"
+            else:
+                bad = ~np.isfinite(numbers) | (numbers < 0)
+                expected = "a finite number of seconds, not negative"
+    if bad.any():
+        row = int(np.argmax(bad))
+        found = text[column].iloc[row]
+        raise InputError(
+            path, f"field {column}: found {found!r}, expected {expected}", int(lines[row])
+        )
+    if column == "timestamp":
+        return values
+    return values.astype("int64" if column == "num_gpus" else "float64")
 
 
 def bucket_of(gpu_hours: pd.Series) -> pd.Series:

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from goodput_sim.errors import InputError, regular_file
+from goodput_sim.usertext import read_csv, unique_keys
 
 MAX_SEED = 2**32 - 1
 """Seeds are integers in [0, MAX_SEED] everywhere (numpy's and Python's generators alike)."""
@@ -42,7 +43,7 @@ def read_json(path: Path, what: str) -> Any:
     refused as damage, in one line)."""
     try:
         text = regular_file(path, what).read_text(encoding="utf-8")
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_keys)
     except InputError:
         raise
     except RecursionError:
@@ -183,7 +184,7 @@ def read_table(
     cells as NaN; anything else is one error naming the file, column and row (1 = the first
     row after the header)."""
     try:
-        raw = pd.read_csv(regular_file(path, what), dtype=str, keep_default_na=False)
+        raw = read_csv(path, what, dtype=str, keep_default_na=False)
         frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
     except InputError:
         raise
