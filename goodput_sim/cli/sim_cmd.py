@@ -36,6 +36,7 @@ from goodput_sim.results.report import statistic_text
 from goodput_sim.results.saved import MAX_SEED, is_seed
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS, MAX_GRID_RUNS
 from goodput_sim.spec import BY_NAME, SETTINGS, Setting, SimConfig, build_config, with_settings
+from goodput_sim.usertext import parse_int
 
 _policies_option = click.option(
     "--policies",
@@ -687,7 +688,7 @@ def sweep_cmd(
         if not files:
             raise InputError("--workloads", "no workload CSV found (or give an EXPERIMENT file)")
         try:
-            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+            seed_list = [parse_int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
             raise click.BadParameter(
                 f"expected comma-separated integers, got {seeds!r}", param_hint="--seeds"

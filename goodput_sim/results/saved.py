@@ -169,7 +169,7 @@ SWEEP_OPTIONAL = {
     "ftf_unfair_fraction": Column("number", empty=True, low=0),
 }
 
-_ALLOCATION = re.compile(r"[^=;@]+=\d+(?:\.\d+)*(?:@\d+(?:\.\d+)?)?")
+_ALLOCATION = re.compile(r"[^=;@]+=[0-9]+(?:\.[0-9]+)*(?:@[0-9]+(?:\.[0-9]+)?)?")
 _FLAGS = {"True": True, "False": False, "true": True, "false": False}
 
 
