@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -352,13 +353,14 @@ def writable_folder(path: str | Path, option: str = "--out", force: bool = False
     return path
 
 
-def _check_creatable(path: Path, option: str) -> None:
-    """Refuse ``path`` when its nearest existing ancestor is a file or is not writable."""
+def _check_creatable(path: Path, option: str, target: Path | None = None) -> None:
+    """Refuse ``path`` (a folder to hold ``target``) when its nearest existing ancestor is a
+    file or is not writable."""
     existing = path
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise InputError(option, f"{existing} is a file, so {path} cannot be created")
+        raise InputError(option, f"{existing} is a file, so {target or path} cannot be created")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(option, f"{existing} is not writable")
 
@@ -372,12 +374,28 @@ def writable_file(path: str | Path, option: str = "--output", force: bool = Fals
         raise InputError(option, f"{path} is a folder, expected a file name")
     if path.exists() and not force:
         raise InputError(option, f"{path} exists; pass --force to replace it")
-    _check_creatable(path.parent, option)
+    _check_creatable(path.parent, option, path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise InputError(option, f"cannot create {path.parent}: {err.strerror}") from None
+    try:  # a real write: permission bits say nothing to root, nor of /proc or a read-only disk
+        handle, probe = tempfile.mkstemp(dir=path.parent, prefix=".write-probe-")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as err:
+        raise InputError(option, f"cannot write in {path.parent}: {err.strerror}") from None
     return path
+
+
+@contextmanager
+def writing(path: Path, option: str = "--output") -> Iterator[None]:
+    """Writing the output ``path``: an error of the disk or the system (full, read-only, not
+    permitted) is a one-line error naming the option and the path."""
+    try:
+        yield
+    except OSError as err:
+        raise InputError(option, f"cannot write {path}: {err.strerror or err}") from None
 
 
 @contextmanager
