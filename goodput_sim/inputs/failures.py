@@ -25,7 +25,7 @@ import numpy as np
 
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.inputs.cluster import NAME, ClusterSpec, FailureDomain, NodeGroup
-from goodput_sim.usertext import parse_float, parse_int
+from goodput_sim.usertext import parse_float, parse_int, refuse_repeated_columns
 
 REPAIRS = ("fixed", "exponential")
 LIFETIMES = ("exponential", "weibull")
@@ -256,6 +256,7 @@ def read_failure_trace(
         problem = f"cannot be read as a failure trace ({error.__class__.__name__})"
         raise InputError(path, problem) from None
     header = [c.strip() for c in rows[0]] if rows else []
+    refuse_repeated_columns(path, header)
     if header not in (["time", "node", "duration"], ["time", "node", "duration", "kind"]):
         raise InputError(path, "expected the header time,node,duration (and optionally kind)", 1)
     failures = []

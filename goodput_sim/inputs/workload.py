@@ -649,8 +649,9 @@ def _philly_column(path: Path, text: pd.DataFrame, lines: np.ndarray, column: st
         numbers = values.to_numpy(dtype=float)
         with np.errstate(invalid="ignore"):
             if column == "num_gpus":
-                bad = ~np.isfinite(numbers) | (numbers < 1) | (np.mod(numbers, 1) != 0)
-                expected = "a whole number of GPUs, at least 1"
+                bad = ~np.isfinite(numbers) | (numbers < 1) | (numbers > _MAX_COUNT)
+                bad |= np.mod(numbers, 1) != 0
+                expected = f"a whole number of GPUs in [1, {_MAX_COUNT:.0e}]"
             else:
                 bad = ~np.isfinite(numbers) | (numbers < 0)
                 expected = "a finite number of seconds, not negative"
