@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from goodput_sim.inputs.workload import bundled_workload, check_workload, load_w
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
-from goodput_sim.results.saved import file_hash
+from goodput_sim.results.saved import check_seed, file_hash
 from goodput_sim.sim.dynamics import DynamicFactory
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
@@ -132,6 +133,7 @@ def make_policy_and_agent(
 ) -> tuple[Policy, BatchAgent]:
     """A policy (by name or alias) and a batch agent (the policy's default unless named), with
     ``params`` validated against what each declares."""
+    seed = check_seed(seed)
     policy_cls = policy_class(policy)
     agent_cls = agent_class(policy_cls.default_agent if agent is None else agent)
     policy_params, agent_params = split_params(policy_cls, agent_cls, params)
@@ -144,10 +146,11 @@ def _workload(
     """The workload (default: the bundled one), checked against the profiles and cluster."""
     if workload is None:
         workload = bundled_workload()
-    if isinstance(workload, pd.DataFrame):
-        check_workload(workload, "workload", applications=profiles, max_gpus=cluster.max_job_gpus)
-        return workload
-    return load_workload(workload, applications=profiles, max_gpus=cluster.max_job_gpus)
+    if isinstance(workload, str | Path):
+        return load_workload(workload, applications=profiles, max_gpus=cluster.max_job_gpus)
+    return check_workload(
+        workload, "workload", applications=profiles, max_gpus=cluster.max_job_gpus
+    )
 
 
 def run(
@@ -171,6 +174,7 @@ def run(
     run beside the registered ones (:mod:`goodput_sim.sim.dynamics`). Engine ``settings`` go by the
     CLI's names (``interval=120``, ``mtbf=12``; ``goodput_sim.spec``), checked as there, or
     all at once as a ``config``."""
+    seed = check_seed(seed)
     config = _settings_config(config, settings, seed, cluster)
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
@@ -254,6 +258,7 @@ def compare(
 ) -> Comparison:
     """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
     and ``params`` apply to every policy, and engine ``settings`` as in :func:`run`."""
+    seed = check_seed(seed)
     config = _settings_config(config, settings, seed, cluster)
     policies = check_policies(policies, agent, params)
     spec = as_cluster(cluster, config)
@@ -348,13 +353,14 @@ def writable_folder(path: str | Path, option: str = "--out", force: bool = False
     return path
 
 
-def _check_creatable(path: Path, option: str) -> None:
-    """Refuse ``path`` when its nearest existing ancestor is a file or is not writable."""
+def _check_creatable(path: Path, option: str, target: Path | None = None) -> None:
+    """Refuse ``path`` (a folder to hold ``target``) when its nearest existing ancestor is a
+    file or is not writable."""
     existing = path
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise InputError(option, f"{existing} is a file, so {path} cannot be created")
+        raise InputError(option, f"{existing} is a file, so {target or path} cannot be created")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(option, f"{existing} is not writable")
 
@@ -368,12 +374,28 @@ def writable_file(path: str | Path, option: str = "--output", force: bool = Fals
         raise InputError(option, f"{path} is a folder, expected a file name")
     if path.exists() and not force:
         raise InputError(option, f"{path} exists; pass --force to replace it")
-    _check_creatable(path.parent, option)
+    _check_creatable(path.parent, option, path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise InputError(option, f"cannot create {path.parent}: {err.strerror}") from None
+    try:  # a real write: permission bits say nothing to root, nor of /proc or a read-only disk
+        handle, probe = tempfile.mkstemp(dir=path.parent, prefix=".write-probe-")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as err:
+        raise InputError(option, f"cannot write in {path.parent}: {err.strerror}") from None
     return path
+
+
+@contextmanager
+def writing(path: Path, option: str = "--output") -> Iterator[None]:
+    """Writing the output ``path``: an error of the disk or the system (full, read-only, not
+    permitted) is a one-line error naming the option and the path."""
+    try:
+        yield
+    except OSError as err:
+        raise InputError(option, f"cannot write {path}: {err.strerror or err}") from None
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goodput_sim.errors import InputError
+from goodput_sim.usertext import parse_float, parse_int
 
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
@@ -56,9 +57,10 @@ class Param:
         try:
             if isinstance(value, bool):
                 raise ValueError
-            if isinstance(value, str) and not value.isascii():
-                raise ValueError  # float() reads full-width and other Unicode digits
-            number = self.kind(value) if not isinstance(value, str) else self.kind(value.strip())
+            if isinstance(value, str):  # ASCII digits only: float() reads 1_0 and other scripts
+                number = parse_int(value) if self.kind is int else parse_float(value)
+            else:
+                number = self.kind(value)
             if self.kind is int and not isinstance(value, str) and number != value:
                 raise ValueError
         except (TypeError, ValueError, OverflowError):

@@ -32,6 +32,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.inputs.failures import REPAIRS, Failure, FailureModel, read_failure_trace
 from goodput_sim.models.lr import parse_overrides
+from goodput_sim.usertext import parse_float
 
 if TYPE_CHECKING:
     from goodput_sim.profiles.base import ApplicationProfile
@@ -192,7 +193,7 @@ def _typed(setting: Setting, value: Any) -> Any:
         if value in setting.words:
             return value
         try:  # a number given as text (the command line's option type is text)
-            value = float(value)
+            value = parse_float(value)
         except ValueError:
             return _INVALID
     if kind is bool:

@@ -118,7 +118,7 @@ def test_a_variant_bundle_may_name_a_cluster_file_beside_the_experiment(tmp_path
             "key variants.b",
             "same runs as variant 'a'",
         ),
-        ("\n  a: {cluster: 2x4}\n  a: {cluster: 3x4}", "key variants", "label(s) ['a'] appear"),
+        ("\n  a: {cluster: 2x4}\n  a: {cluster: 3x4}", "line 5", "key 'a' appears twice"),
     ],
 )
 def test_bad_variants_get_one_line_naming_file_and_key(tmp_path, variants, where, message):

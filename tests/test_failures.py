@@ -219,7 +219,8 @@ def test_bad_failure_and_autoscaling_options_get_one_line(args, message):
     [
         ("10,99,5\n", "line 2: node 99 does not exist; the cluster has nodes 0-15"),
         ("10,1,5\n12,1,5\n", "line 3: node 1 fails again before its repair"),
-        ("x,1,5\n", "line 2: expected numbers"),
+        ("x,1,5\n", "line 2: time 'x' is not a number of seconds"),
+        ("10,0_1,5\n", "line 2: node '0_1' is not a node id"),
         ("10,1,-5\n", "line 2: duration must be positive"),
     ],
 )

@@ -122,6 +122,49 @@ def test_malformed_job_logs_are_named(tmp_path, content, message):
     assert "log.json" in str(err.value)
 
 
+PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time\n"
+PHILLY_ROW = "2017-10-02 08:00:00,600,2,1200\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        ("2017-10-02 09:00:00,600,-2,1200\n", "num_gpus"),
+        ("2017-10-02 09:00:00,600,1.5,900\n", "num_gpus"),
+        ("2017-10-02 09:00:00,600,0,0\n", "num_gpus"),
+        ("2017-10-02 09:00:00,600,1_6,1200\n", "num_gpus"),
+        ("2017-10-02 09:00:00,6_00,2,1200\n", "duration"),
+        ("2017-10-02 09:00:00,nan,2,1200\n", "duration"),
+        ("2017-10-02 09:00:00,600,2,-1\n", "gpu_time"),
+        ("2017-10-02 09:00:00,600,2,inf\n", "gpu_time"),
+        ("yesterday,600,2,1200\n", "timestamp"),
+    ],
+)
+def test_bad_philly_csv_cells_name_file_line_and_field(tmp_path, row, field):
+    """A num_gpus of -2 or 1.5 was -2 replicas or 1; every bad cell is refused instead."""
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY_HEADER + PHILLY_ROW + "\n" + row)
+    with pytest.raises(InputError, match=f"line 4: field {field}: found") as err:
+        read_philly_log(path)
+    assert str(err.value).startswith(str(path))
+
+
+def test_a_philly_csv_with_a_repeated_column_is_refused(tmp_path):
+    path = tmp_path / "philly.csv"
+    path.write_text("timestamp,duration,num_gpus,gpu_time,num_gpus\n" + PHILLY_ROW[:-1] + ",8\n")
+    with pytest.raises(InputError, match="line 1: column 'num_gpus' appears twice"):
+        read_philly_log(path)
+
+
+def test_a_job_log_with_a_repeated_key_is_refused(tmp_path):
+    path = tmp_path / "log.json"
+    path.write_text(
+        '[{"jobid": "a", "jobid": "b", "submitted_time": "2017-10-02", "attempts": []}]'
+    )
+    with pytest.raises(InputError, match="key 'jobid' appears twice"):
+        read_philly_log(path)
+
+
 @pytest.mark.skipif(not REFERENCE_LOG.is_file(), reason="the Pollux reference log is absent")
 def test_the_reference_log_gives_the_documented_counts():
     """74,428 jobs pass the filter over the whole log; 10,147 are submitted in the 7 days from

@@ -211,3 +211,66 @@ def test_every_input_error_is_one_line(source, problem, where):
     """Whatever file name, key or value an error quotes, its message stays on one line."""
     text = str(InputError(source, problem, where))
     assert len(text.splitlines()) <= 1
+
+
+# ------------------------------------------------------------- ambiguous files are refused
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("seed: 1\npolicy: fifo\nseed: 2\n", 3, "key 'seed' appears twice in one mapping"),
+        ("a:\n  b: 1\n  b: 2\n", 3, "key 'b' appears twice"),
+        ("[{x: 1, x: 2}]\n", 1, "key 'x' appears twice"),
+        ("seed: 1_0\n", 1, "number 1_0 is written with an underscore"),
+        ("interval: 1_0.5\n", 1, "number 1_0.5 is written with an underscore"),
+        ("horizon: 1:30\n", 1, "number 1:30 is written with ':'"),
+        ("seed: 017\n", 1, "number 017 is written with a leading 0"),
+    ],
+)
+def test_yaml_that_reads_otherwise_than_it_shows_is_refused(tmp_path, text, line, problem):
+    """PyYAML keeps the last of a repeated key and reads 1_0 as 10, 1:30 as 90, 017 as 15."""
+    from goodput_sim.inputs.safe_yaml import load_yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_yaml(path)
+    assert str(caught.value).startswith(f"{path}: line {line}: {problem}")
+
+
+def test_quoted_or_plain_numbers_still_read(tmp_path):
+    from goodput_sim.inputs.safe_yaml import load_yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text("a: '1_0'\nb: 0\nc: 0.5\nd: -3\ne: .inf\nf: 1.0e+3\ng: 0x1f\n")
+    assert load_yaml(path) == {
+        "a": "1_0",
+        "b": 0,
+        "c": 0.5,
+        "d": -3,
+        "e": math.inf,
+        "f": 1e3,
+        "g": 31,
+    }
+
+
+@pytest.mark.parametrize("table", ["jobs.csv", "rounds.csv"])
+def test_a_results_table_with_a_repeated_column_is_refused(saved_run, tmp_path, table):
+    """pandas would keep the first and rename the second ``name.1``: refused instead."""
+    columns = JOB_COLUMNS if table == "jobs.csv" else ROUND_COLUMNS
+    frame = pd.read_csv(saved_run / table, dtype=str, keep_default_na=False)
+    column = next(iter(columns))
+    text = frame.to_csv(index=False).splitlines()
+    text[0] += f",{column}"
+    text[1:] = [row + ",0" for row in text[1:]]
+    path = tmp_path / table
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(InputError, match=f"line 1: column '{column}' appears twice"):
+        read_table(path, columns, table)
+
+
+def test_a_manifest_with_a_repeated_key_is_refused(saved_run, tmp_path):
+    text = (saved_run / "manifest.json").read_text()
+    with pytest.raises(InputError, match="key 'seed' appears twice"):
+        _read(tmp_path / "m.json", text.replace('"seed": 0,', '"seed": 0, "seed": 1,', 1))

@@ -8,7 +8,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+import click
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from goodput_sim import jsonio
@@ -293,3 +295,66 @@ def test_progress_settings_are_config_file_keys(tmp_path):
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert config_from_record(manifest["config"]) == build_config(values)
+
+
+def _commands_with_config(group: click.Group = main, path: tuple[str, ...] = ()) -> list:
+    """(command line words, command) of every command that takes ``--config``."""
+    found = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += _commands_with_config(command, (*path, name))
+        elif any(p.name == "config" for p in command.params):
+            found.append(((*path, name), command))
+    return found
+
+
+def _own_names(command: click.Command) -> list[tuple[str, click.Option]]:
+    """Each option's own names: its long flags without dashes, ``_`` for ``-``."""
+    return [
+        (flag[2:].replace("-", "_"), option)
+        for option in command.params
+        if isinstance(option, click.Option) and option.name not in ("config", "manifest", "help")
+        for flag in option.opts
+        if flag.startswith("--")
+    ]
+
+
+def _other_value(name: str, option: click.Option) -> object:
+    """A valid value for ``option`` in a config file, other than its default."""
+    if name in OTHER:
+        return OTHER[name]
+    if option.is_flag:
+        return not option.default
+    if isinstance(option.type, click.Choice):
+        return next(c for c in option.type.choices if c != option.default)
+    if name == "param":
+        return {"p": -1}
+    if isinstance(option.type, click.types.IntParamType):
+        return (option.default or 0) + 1
+    return "other"
+
+
+CONFIG_KEYS = [
+    pytest.param(words, name, option, id=f"{' '.join(words)} {name}")
+    for words, command in _commands_with_config()
+    for name, option in _own_names(command)
+]
+
+
+def test_the_commands_with_config_files_are_found():
+    assert {words for words, _ in _commands_with_config()} >= {("run",), ("compare",)}
+    assert {"quiet", "force", "format", "param", "seed"} <= {p.values[1] for p in CONFIG_KEYS}
+
+
+@pytest.mark.parametrize(("words", "name", "option"), CONFIG_KEYS)
+def test_every_option_is_a_config_key_under_its_own_name(tmp_path, words, name, option):
+    """``quiet: true``, ``force: true`` and ``format: json`` were refused (only the internal
+    name ``fmt`` was read): every option of a command is a key of its ``--config`` file under
+    the name it has on the command line, and sets what the option sets."""
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({name: _other_value(name, option)}))
+    command = main
+    for word in words:
+        command = command.commands[word]
+    context = command.make_context(" ".join(words), ["--config", str(config)])
+    assert context.params[option.name] not in (option.default, None), (name, context.params)

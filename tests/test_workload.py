@@ -78,10 +78,23 @@ def test_load_valid_sorted_and_typed(tmp_path):
         ("a,1,ncf,1,\n", 2, "batch_size '' must be a positive integer"),
         ("a,1,ncf,1,1\n\nb,2,ncf\n", 4, "expected at least 5 fields, got 3"),
         ("a,1,ncf,1,1\nb,2,ncf,1,1\na,3,ncf,1,1\n", 4, "duplicate job name 'a' (first on line 2)"),
+        ("a,1_0,ncf,1,1\n", 2, "time '1_0' is not a number"),
+        ("a,1,ncf,1_6,1\n", 2, "num_replicas '1_6' must be a positive integer"),
+        ("a,1,ncf,1,1_024\n", 2, "batch_size '1_024' must be a positive integer"),
+        ("a,\u0661,ncf,1,1\n", 2, "is not a number"),  # an Arabic-Indic digit one
+        (",1,ncf,1,1\n", 2, "empty job name"),
+        ("a,1,,1,1\n", 2, "empty application"),
     ],
 )
 def test_load_bad_rows(tmp_path, rows, line, fragment):
     raises_input_error(write(tmp_path, HEADER + rows), line, fragment)
+
+
+@pytest.mark.parametrize("column", wl.WORKLOAD_COLUMNS)
+def test_a_repeated_column_is_refused(tmp_path, column):
+    """A header naming a column twice is ambiguous: refused, naming file, line 1 and column."""
+    header = HEADER.strip() + f",{column}\n"
+    raises_input_error(write(tmp_path, header + "a,1,ncf,1,1,1\n"), 1, f"column {column!r}")
 
 
 def test_load_missing_file(tmp_path):

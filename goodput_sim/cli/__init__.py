@@ -79,6 +79,13 @@ def writable_file(path: Path, option: str = "--output", force: bool = False) -> 
     return check(path, option, force)
 
 
+def writing(path: Path, option: str = "--output"):
+    """:func:`goodput_sim.api.writing`: an output's write errors as one line."""
+    from goodput_sim.api import writing as guard
+
+    return guard(path, option)
+
+
 @click.group(cls=_Main)
 @click.version_option(__version__, prog_name="goodput-sim")
 def main() -> None:

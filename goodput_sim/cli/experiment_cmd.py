@@ -10,6 +10,7 @@ import click
 from goodput_sim import jsonio
 from goodput_sim.cli import main, profiles_option
 from goodput_sim.errors import InputError
+from goodput_sim.usertext import parse_float, parse_int
 
 report_folder = click.option(
     "-o",
@@ -48,7 +49,7 @@ def _versus(row, key: str) -> str:
 def _seeds(text: str) -> tuple[int, ...]:
     """``--seeds``: comma-separated non-negative integers."""
     try:
-        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+        seeds = tuple(parse_int(s) for s in text.split(",") if s.strip())
     except ValueError:
         raise InputError("--seeds", f"expected comma-separated integers, got {text!r}") from None
     if not seeds or min(seeds) < 0:
@@ -194,7 +195,7 @@ def limited_adaptivity_cmd(
 
     files = _workload_files(workloads)
     try:
-        values = tuple(float(s) for s in shares.split(",") if s.strip())
+        values = tuple(parse_float(s) for s in shares.split(",") if s.strip())
     except ValueError:
         values = ()
     if not values or any(not 0 <= v <= 1 for v in values):

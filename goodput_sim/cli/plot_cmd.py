@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from goodput_sim.cli import force_option, main, writable_file
+from goodput_sim.cli import force_option, main, writable_file, writing
 from goodput_sim.errors import InputError
 from goodput_sim.results.figures import RUN_KINDS, SWEEP_KINDS
 
@@ -65,5 +65,7 @@ def plot_cmd(
     def started() -> None:  # drawing takes seconds: say so, once the request is known good
         click.echo(f"drawing the {kind} figure of {results} ...", err=True)
 
-    save_figure(draw(data, kind, policy, chosen, load, started), output)
+    figure = draw(data, kind, policy, chosen, load, started)
+    with writing(output):
+        save_figure(figure, output)
     click.echo(f"wrote {output}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from goodput_sim import jsonio
-from goodput_sim.cli import force_option, main, writable_file
+from goodput_sim.cli import force_option, main, writable_file, writing
 from goodput_sim.errors import InputError
 
 
@@ -67,5 +67,6 @@ def report_cmd(results: Path, output: Path | None, fmt: str, jobs: str | None, f
 
         chosen = [j.strip() for j in jobs.split(",") if j.strip()] if jobs else None
         click.echo(f"drawing the figures of {output} ...", err=True)  # seconds, not silence
-        write_html(data, output, baselines, chosen)
+        with writing(output):
+            write_html(data, output, baselines, chosen)
         click.echo(f"\nwrote {output}", err=fmt == "json")

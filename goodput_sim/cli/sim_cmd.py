@@ -36,6 +36,7 @@ from goodput_sim.results.report import statistic_text
 from goodput_sim.results.saved import MAX_SEED, is_seed
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS, MAX_GRID_RUNS
 from goodput_sim.spec import BY_NAME, SETTINGS, Setting, SimConfig, build_config, with_settings
+from goodput_sim.usertext import parse_float, parse_int
 
 _policies_option = click.option(
     "--policies",
@@ -89,9 +90,10 @@ _setting_options = [_setting_option(s) for s in SETTINGS if s.option]
 
 
 def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
-    """``--config FILE``: a YAML mapping of this command's options (names as on the command
-    line, without dashes: ``policy: goodput``, ``restart_delay: 30``, ``params: {p: -1}``)
-    that become its defaults; options given on the command line win."""
+    """``--config FILE``: a YAML mapping of this command's options by their own names (as on
+    the command line, without dashes, ``_`` for ``-``: ``policy: goodput``, ``restart_delay:
+    30``, ``quiet: true``, ``format: json``, ``param: {p: -1}``, or ``params``) that become its
+    defaults; options given on the command line win."""
     if path is None:
         return None
     from goodput_sim.inputs.safe_yaml import load_yaml
@@ -99,41 +101,96 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
     data = load_yaml(path)
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping of option names to values")
-    known = {p.name for p in ctx.command.params} - {"config", "manifest"}
-    known.add("autoscaler_params")  # the one setting without an option of its own
-    values = {}
+    options = config_keys(ctx.command)
+    values: dict[str, object] = {}
+    given: dict[str, object] = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
-        if name not in known:
-            raise InputError(path, f"unknown option {key!r}; known: {', '.join(sorted(known))}")
-        if name == "autoscaler_params" and isinstance(value, dict):
-            name, value = "params", [*values.get("params", ()), *_scaler_items(value)]
-        elif name == "params" and isinstance(value, dict):
-            value = [*values.get("params", ()), *(f"{k}={v}" for k, v in value.items())]
-        values[name] = _config_value(path, key, name, value)
+        option = options.get(name)
+        if option is None:
+            known = ", ".join(sorted(k for k, o in options.items() if o is not None))
+            raise InputError(path, f"unknown option {key!r}; known: {known}")
+        if option.name in given and option.name not in ("params",):
+            raise InputError(
+                path,
+                f"sets {option.name} a second time (also as {given[option.name]!r})",
+                f"key {key}",
+            )
+        given[option.name] = key
+        if name == "autoscaler_params":
+            if not isinstance(value, dict):
+                raise InputError(path, f"expected a mapping, found {value!r}", f"key {key}")
+            value = _scaler_items(value)
+        converted = _config_value(path, key, option, value)
+        if option.name == "params":
+            converted = [*values.get("params", ()), *converted]
+        values[option.name] = converted
     ctx.default_map = {**(ctx.default_map or {}), **values}
     return path
 
 
-def _config_value(path: Path, key: object, name: str, value: object) -> object:
+def config_keys(command: click.Command) -> dict[str, click.Option]:
+    """The keys a ``--config`` file of ``command`` may hold, each to its option: every option's
+    own names (its long flags without dashes, ``_`` for ``-``), its parameter's name where
+    that differs (``params``), and ``autoscaler_params`` (``--param autoscaler.KEY=VALUE``)."""
+    keys: dict[str, click.Option] = {}
+    for option in command.params:
+        if not isinstance(option, click.Option) or option.name in ("config", "manifest", "help"):
+            continue
+        for flag in option.opts:
+            if flag.startswith("--"):
+                keys[flag[2:].replace("-", "_")] = option
+        if option.name == "params":
+            keys.setdefault(option.name, option)
+    if "params" in keys:
+        keys["autoscaler_params"] = keys["params"]
+    return keys
+
+
+def _config_value(path: Path, key: object, option: click.Option, value: object) -> object:
     """A ``--config`` value checked as its option would be: a declared setting by its
     declaration (so ``seed: 1.5`` or ``oracle: 5`` is refused, not rounded or crashed on), a
-    seed as a seed, any other option as text (``workload: 5`` names a file 5, not descriptor 5)."""
+    seed as a seed, a flag as true or false, a number as a number (``1_0`` is no number),
+    ``param`` as a mapping or a list of ``KEY=VALUE``, any other option as text (``workload:
+    5`` names a file 5, not descriptor 5)."""
+    where = f"key {key}"
+    name = option.name
     if name in BY_NAME:
         try:
             BY_NAME[name].convert(value)
         except InputError as error:
-            raise InputError(path, error.problem, f"key {key}") from None
-    elif name == "seed":
+            raise InputError(path, error.problem, where) from None
+        return value
+    if name == "seed":
         if not is_seed(value):
             raise InputError(
-                path, f"expected an integer in [0, {MAX_SEED}], found {value!r}", f"key {key}"
+                path, f"expected an integer in [0, {MAX_SEED}], found {value!r}", where
             )
-    elif name != "params":
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise InputError(path, f"expected text, found {value!r}", f"key {key}")
+        return value
+    if option.multiple:
+        if isinstance(value, dict):
+            return [f"{k}={v}" for k, v in value.items()]
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str) and v.strip() for v in items):
+            raise InputError(path, f"expected a mapping or a list of text, found {value!r}", where)
+        return items
+    if option.is_flag and option.is_bool_flag:
+        if not isinstance(value, bool):
+            raise InputError(path, f"expected true or false, found {value!r}", where)
+        return value
+    if isinstance(option.type, click.types.IntParamType | click.types.FloatParamType):
+        parse = parse_int if isinstance(option.type, click.types.IntParamType) else parse_float
+        try:
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise ValueError
+            if isinstance(value, str):
+                parse(value)
+        except ValueError:
+            raise InputError(path, f"expected a number, found {value!r}", where) from None
         return str(value)  # converted by the option's type, as on the command line
-    return value
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InputError(path, f"expected text, found {value!r}", where)
+    return str(value)  # converted by the option's type, as on the command line
 
 
 def _scaler_items(values: dict) -> list[str]:
@@ -688,7 +745,7 @@ def sweep_cmd(
         if not files:
             raise InputError("--workloads", "no workload CSV found (or give an EXPERIMENT file)")
         try:
-            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+            seed_list = [parse_int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
             raise click.BadParameter(
                 f"expected comma-separated integers, got {seeds!r}", param_hint="--seeds"

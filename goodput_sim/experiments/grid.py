@@ -41,13 +41,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from goodput_sim.api import as_cluster, canonical_params, check_policies
 from goodput_sim.errors import InputError
 from goodput_sim.experiments.sweep import LABEL, Variant
 from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
-from goodput_sim.inputs.safe_yaml import _LimitedLoader, load_yaml
+from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.inputs.sources import WorkloadSource, checked_generate
 from goodput_sim.inputs.workload import MAX_LOAD, check_load
 from goodput_sim.results.saved import MAX_SEED, is_seed
@@ -110,7 +108,6 @@ def load_experiment(path: str | Path) -> Experiment:
     settings = _settings(path, here, data.get("settings", {}))
     clusters = [_cluster(path, here, v) for v in _axis(path, data, "clusters", ["16x4"])]
     if "variants" in data:
-        _refuse_repeated_labels(path)
         variants = _variants(path, here, data["variants"])
         config = _variant_config(path, settings, clusters, variants)
     else:
@@ -397,17 +394,6 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
                 raise InputError(path, error.problem, f"{where}.{key}") from None
         out.append(Variant.of(label, cluster, **settings))
     return out
-
-
-def _refuse_repeated_labels(path: Path) -> None:
-    """A label written twice under ``variants`` (YAML would keep only the last bundle)."""
-    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LimitedLoader)
-    for key, node in root.value if isinstance(root, yaml.MappingNode) else ():
-        if key.value == "variants" and isinstance(node, yaml.MappingNode):
-            labels = [k.value for k, _ in node.value]
-            twice = sorted({label for label in labels if labels.count(label) > 1})
-            if twice:
-                raise InputError(path, f"label(s) {twice} appear twice", "key variants")
 
 
 def _variant_cluster(path: Path, here: Path, value: object, where: str) -> ClusterSpec:

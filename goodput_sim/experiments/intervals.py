@@ -17,6 +17,7 @@ import pandas as pd
 
 from goodput_sim.errors import InputError
 from goodput_sim.results.stats import bootstrap_mean_ci
+from goodput_sim.usertext import read_csv
 
 BOOTSTRAP_SEED = 20_251
 MIN_SAMPLES = 5  # fewer samples than this get no interval (the values say enough)
@@ -40,7 +41,7 @@ def read_summary(
     if not path.is_file():
         raise InputError(folder, "holds no summary.csv: not a sweep's results folder")
     try:
-        runs = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        runs = read_csv(path, "sweep summary", keep_default_na=False, na_values=[""])
     except (ValueError, pd.errors.ParserError) as error:
         raise InputError(path, f"cannot be read ({str(error).splitlines()[0]})") from None
     missing = [c for c in needed if c not in runs.columns]

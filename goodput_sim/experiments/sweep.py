@@ -54,6 +54,7 @@ from goodput_sim.inputs.sources import WorkloadSource
 from goodput_sim.inputs.workload import check_load, load_workload, write_workload
 from goodput_sim.profiles import load_profiles
 from goodput_sim.results.metrics import run_summary
+from goodput_sim.results.saved import check_seed
 from goodput_sim.sim.budget import DEFAULT_MAX_RUNS
 from goodput_sim.spec import (
     BY_NAME,
@@ -316,7 +317,7 @@ def run_grid(
     With ``variants``, each variant (after the load) brings its own cluster and settings in
     place of the grid's (see :class:`Variant`). A grid of more than ``max_runs`` runs is
     refused before any starts."""
-    out, seeds = Path(out), list(seeds)
+    out, seeds = Path(out), [check_seed(seed, "seeds") for seed in seeds]
     for load in loads:
         check_load(load)
     config = config or SimConfig()

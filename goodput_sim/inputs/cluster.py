@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.safe_yaml import load_yaml
 
-_SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+_SHAPE = re.compile(r"^\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*$")
 DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles describe
 
 

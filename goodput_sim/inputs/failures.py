@@ -26,6 +26,7 @@ import numpy as np
 
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.inputs.cluster import NAME, ClusterSpec, FailureDomain, NodeGroup
+from goodput_sim.usertext import parse_float, parse_int, refuse_repeated_columns
 
 REPAIRS = ("fixed", "exponential")
 LIFETIMES = ("exponential", "weibull")
@@ -229,6 +230,14 @@ def check_trace(trace: tuple[Failure, ...], where: str) -> None:
         ends[key] = failure.time + failure.duration
 
 
+def _field(path: Path, line: int, name: str, text: str, parse, expected: str):
+    """One field of a trace line read by ``parse``, or an error naming the line and field."""
+    try:
+        return parse(text)
+    except ValueError:
+        raise InputError(path, f"{name} {text!r} is not {expected}", line) from None
+
+
 def _what(unit: int | str) -> str:
     return f"node {unit}" if isinstance(unit, int) else f"domain {unit!r}"
 
@@ -250,6 +259,7 @@ def read_failure_trace(
         problem = f"cannot be read as a failure trace ({error.__class__.__name__})"
         raise InputError(path, problem) from None
     header = [c.strip() for c in rows[0]] if rows else []
+    refuse_repeated_columns(path, header)
     if header not in (["time", "node", "duration"], ["time", "node", "duration", "kind"]):
         raise InputError(path, "expected the header time,node,duration (and optionally kind)", 1)
     failures = []
@@ -264,11 +274,13 @@ def read_failure_trace(
             raise InputError(path, f"kind must be failure or reclaim, found {kind!r}", line)
         reclaim = kind == "reclaim"
         domain = node if NAME.match(node) else None
-        try:
-            at, length = float(time), float(duration)
-            index = -1 if domain is not None else int(node)
-        except ValueError:
-            raise InputError(path, f"expected numbers, found {row!r}", line) from None
+        at = _field(path, line, "time", time, parse_float, "a number of seconds")
+        length = _field(path, line, "duration", duration, parse_float, "a number of seconds")
+        index = -1
+        if domain is None:
+            index = _field(
+                path, line, "node", node, parse_int, "a node id (digits) or a failure domain's name"
+            )
         if domain is not None and cluster is not None:
             names = [d.name for d in cluster.domains]
             if domain not in names:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from goodput_sim.errors import InputError
 from goodput_sim.inputs import workload as wl
+from goodput_sim.usertext import unique_keys
 
 REFERENCE_LOG = (
     Path(__file__).resolve().parents[3] / "shared/reference/pollux-osdi21/traces/philly.csv"
@@ -48,7 +49,7 @@ def read_philly_log(path: str | Path) -> pd.DataFrame:
 def _read_job_log_json(path: Path) -> pd.DataFrame:
     """Flatten a ``cluster_job_log`` JSON file (see the module docstring)."""
     try:
-        jobs = json.loads(path.read_text(encoding="utf-8"))
+        jobs = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise InputError(path, f"cannot read Philly job log: {err}") from None
     if not isinstance(jobs, list):

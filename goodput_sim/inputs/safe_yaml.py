@@ -3,10 +3,15 @@ and aliases, and every failure a one-line :class:`~goodput_sim.errors.InputError
 
 PyYAML's safe loader still builds deeply nested documents recursively (a RecursionError) and
 expands aliases into shared structures that later code walks exponentially (a "billion laughs"
-document). Project files need neither: nesting is capped and aliases are refused."""
+document). Project files need neither: nesting is capped and aliases are refused.
+
+Two more things YAML would read silently are refused too: a key repeated in one mapping (PyYAML
+keeps the last value) and numbers written in a YAML 1.1 form that reads as other digits than
+it shows (``1_000`` is 1000, ``1:30`` is 90, ``017`` is 15). Quoted, each is plain text."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,11 @@ from goodput_sim.errors import InputError, regular_file
 
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
+_OCTAL = re.compile(r"[-+]?0[0-9]+")
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Something the project's YAML refuses, at a line of the file."""
 
 
 class _LimitedLoader(yaml.SafeLoader):
@@ -42,6 +52,56 @@ class _LimitedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    line = first.get(key)
+                except TypeError:  # an unhashable key: PyYAML's own error follows
+                    continue
+                if line is not None:
+                    raise _Refused(
+                        problem=f"key {key!r} appears twice in one mapping (first on line "
+                        f"{line}); expected each key once",
+                        problem_mark=key_node.start_mark,
+                    )
+                first[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node):
+        _refuse_disguised_number(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        _refuse_disguised_number(node)
+        return super().construct_yaml_float(node)
+
+
+def _refuse_disguised_number(node) -> None:
+    """Refuse an unquoted number whose YAML 1.1 value has other digits than its text shows."""
+    text = node.value
+    if "_" in text:
+        form = "an underscore, which YAML drops"
+    elif ":" in text:
+        form = "':', which YAML reads as base 60"
+    elif _OCTAL.fullmatch(text):
+        form = "a leading 0, which YAML reads as octal"
+    else:
+        return
+    raise _Refused(
+        problem=f"number {text} is written with {form}; write the plain number (quoted, it is "
+        "text)",
+        problem_mark=node.start_mark,
+    )
+
+
+_LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)
+_LimitedLoader.add_constructor("tag:yaml.org,2002:float", _LimitedLoader.construct_yaml_float)
+
 
 def load_yaml(path: str | Path) -> Any:
     """The document in ``path``, or a one-line error naming the file and line."""
@@ -66,8 +126,8 @@ def load_yaml(path: str | Path) -> Any:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise InputError(
-            path, f"malformed YAML ({problem})", where=mark.line + 1 if mark else None
-        ) from None
+        if not isinstance(err, _Refused):
+            problem = f"malformed YAML ({problem})"
+        raise InputError(path, problem, where=mark.line + 1 if mark else None) from None
     except RecursionError:
         raise InputError(path, f"nested deeper than {MAX_DEPTH} levels") from None

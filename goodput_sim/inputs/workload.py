@@ -8,10 +8,13 @@ never needed (nor copied) to generate a workload.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import hashlib
 import math
+import numbers
+import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ import yaml
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.models.limits import CATEGORIES
+from goodput_sim.usertext import parse_float, read_csv, refuse_repeated_columns
 
 WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 CATEGORY_COLUMN = "category"  # optional: adaptive (the default), scale-gpus or rigid
@@ -151,28 +155,26 @@ def load_workload(
     applications: Iterable[str] | None = None,
     max_gpus: int | None = None,
 ) -> pd.DataFrame:
-    """Read and validate a workload CSV; return its jobs sorted by (time, file order).
+    """Read a workload CSV and check it with :func:`check_workload` (the checks a DataFrame
+    given to the Python API passes too); return its jobs sorted by (time, file order).
 
-    Rows stream into typed columns, so a million-job file costs its columns, not a record per
-    job."""
+    Rows stream into columns of text, so a million-job file costs its columns, not a record
+    per job."""
     path = Path(path)
     columns: dict[str, list] = {}
-    first_line: dict[str, int] = {}
+    lines: list[int] = []
     for line, values in _read_jobs(path):
         if not columns:
             columns = {c: [] for c in values}
-        name = values["name"]
-        if name in first_line:
-            raise InputError(
-                path, f"duplicate job name {name!r} (first on line {first_line[name]})", line
-            )
-        first_line[name] = line
+        lines.append(line)
         for column, value in values.items():
             columns[column].append(value)
     if not columns:
         raise InputError(path, "workload has no jobs (only a header)")
-    frame = _to_frame(columns)
-    check_workload(frame, path, applications, max_gpus, lines=list(first_line.values()))
+    frame = check_workload(pd.DataFrame(columns), path, applications, max_gpus, lines=lines)
+    frame["application"] = frame["application"].astype(str)
+    if CATEGORY_COLUMN in frame.columns:
+        frame[CATEGORY_COLUMN] = [job_category(c) for c in frame[CATEGORY_COLUMN]]
     return frame.sort_values("time", kind="stable").reset_index(drop=True)
 
 
@@ -182,25 +184,46 @@ def check_workload(
     applications: Iterable[str] | None = None,
     max_gpus: int | None = None,
     lines: Sequence[int] | None = None,
-) -> None:
-    """Check each job, in row order: its application is one of ``applications``, its batch is
-    within the application's largest validated batch (when ``applications`` maps names to
-    profiles) and it asks for at most ``max_gpus`` GPUs. ``lines`` (one per row) puts file
-    lines in the messages; the first bad row is the one reported.
+) -> pd.DataFrame:
+    """Check a workload's jobs, read from a CSV or given as a DataFrame: its columns (each
+    once, none missing), at least one job, and each job in row order: a name (text, not empty,
+    without ``;`` or ``=``, not a repeat), an arrival ``time`` in [0, 10 years] seconds, an
+    application (one of ``applications`` when given), ``num_replicas`` and ``batch_size``
+    positive integers, a category, a batch within the application's largest validated batch
+    (when ``applications`` maps names to profiles) and at most ``max_gpus`` GPUs. Numbers may
+    be given as numbers or as their text (``4``, ``4.0``, never ``1_0``).
+
+    Returns the frame with its number columns as numbers (as given when they are number
+    columns already). ``lines`` (one per row) puts file lines in the messages, else rows are
+    named by their index label; the first bad row is the one reported.
 
     A job larger than the cluster can never be placed: without this check the gang policies
     (fifo, tiresias) would wait for it forever and the run would never end.
     """
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(
+            source, f"expected a DataFrame of jobs or a CSV path, found {type(frame).__name__}"
+        )
+    refuse_repeated_columns(source, [str(c) for c in frame.columns], 1 if lines else None)
     missing = [c for c in WORKLOAD_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(
             source,
             f"missing column(s) {', '.join(missing)}; expected {', '.join(WORKLOAD_COLUMNS)}",
         )
+    if frame.empty:
+        raise InputError(source, "has no jobs; expected one row per job")
+
+    def where(row: int) -> str | int:
+        return lines[row] if lines is not None else f"row {frame.index[row]}"
+
+    parsed = {c: _numbers(frame[c]) for c in _NUMBER_COLUMNS}
+    _check_cells(frame, source, parsed, where)
+    typed = _typed(frame, parsed)
     known = None if applications is None else sorted(set(applications))
     profiles = applications if isinstance(applications, Mapping) else {}
-    apps = frame["application"]
-    bad = np.zeros(len(frame), dtype=bool)
+    apps = typed["application"]
+    bad = np.zeros(len(typed), dtype=bool)
     if known is not None:
         bad |= ~apps.isin(known).to_numpy()
     largest = {
@@ -210,17 +233,155 @@ def check_workload(
     }
     if largest:
         ceiling = apps.map(largest).to_numpy(dtype=float, na_value=np.inf)
-        bad |= frame["batch_size"].to_numpy() > ceiling
+        bad |= typed["batch_size"].to_numpy() > ceiling
     if max_gpus is not None:
-        bad |= frame["num_replicas"].to_numpy() > max_gpus
+        bad |= typed["num_replicas"].to_numpy() > max_gpus
     if bad.any():
         row = int(np.argmax(bad))
-        line = None if lines is None else lines[row]
-        _refuse_job(frame.iloc[row], source, known, largest, max_gpus, line)
+        _refuse_job(typed.iloc[row], source, known, largest, max_gpus, where(row))
+    return typed
+
+
+_NUMBER_COLUMNS = ("time", "num_replicas", "batch_size")
+
+
+def _numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A column's cells as floats (NaN where a cell is no number) and which cells are numbers:
+    numbers (not booleans), or text that :func:`~goodput_sim.usertext.parse_float` reads."""
+    if pd.api.types.is_bool_dtype(column):
+        return np.full(len(column), np.nan), np.zeros(len(column), dtype=bool)
+    if pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy(dtype=float, na_value=np.nan), np.ones(len(column), dtype=bool)
+    values = np.full(len(column), np.nan)
+    ok = np.zeros(len(column), dtype=bool)
+    for row, cell in enumerate(column.to_numpy(dtype=object)):
+        if isinstance(cell, str):
+            with contextlib.suppress(ValueError):
+                values[row], ok[row] = parse_float(cell), True
+        elif isinstance(cell, numbers.Real) and not isinstance(cell, bool | np.bool_):
+            values[row], ok[row] = float(cell), True
+    return values, ok
+
+
+def _check_cells(
+    frame: pd.DataFrame,
+    source: str | Path | None,
+    parsed: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    where,
+) -> None:
+    """Refuse the first row (in row order; within a row, in the order of the rules below)
+    whose cells break a rule of their own."""
+    names = frame["name"].to_numpy(dtype=object)
+    text = np.array([isinstance(n, str) for n in names], dtype=bool)
+    blank = text & np.array([isinstance(n, str) and not n.strip() for n in names], dtype=bool)
+    forbidden = np.array(
+        [isinstance(n, str) and any(c in n for c in _NAME_FORBIDDEN) for n in names], dtype=bool
+    )
+    repeated = frame["name"].duplicated().to_numpy() & text
+    apps = frame["application"].to_numpy(dtype=object)
+    app_text = np.array([isinstance(a, str) and bool(a.strip()) for a in apps], dtype=bool)
+    time, time_ok = parsed["time"]
+    with np.errstate(invalid="ignore"):
+        time_bad = ~time_ok | ~(np.isfinite(time) & (time >= 0) & (time <= MAX_ARRIVAL_SECONDS))
+        counts = {
+            c: ~parsed[c][1]
+            | ~(
+                np.isfinite(parsed[c][0])
+                & (parsed[c][0] >= 1)
+                & (parsed[c][0] <= _MAX_COUNT)
+                & (np.mod(parsed[c][0], 1) == 0)
+            )
+            for c in ("num_replicas", "batch_size")
+        }
+    categories = np.zeros(len(frame), dtype=bool)
     if CATEGORY_COLUMN in frame.columns:
-        for row, value in enumerate(frame[CATEGORY_COLUMN]):
-            line = None if lines is None else lines[row]
-            _category(source, line, category_text(value))
+        categories = np.array(
+            [job_category(c) not in CATEGORIES for c in frame[CATEGORY_COLUMN]], dtype=bool
+        )
+        categories |= np.array(
+            [not (isinstance(c, str) or _missing(c)) for c in frame[CATEGORY_COLUMN]], dtype=bool
+        )
+    rules = (
+        ~text | blank,
+        forbidden,
+        ~app_text,
+        time_bad,
+        counts["num_replicas"],
+        counts["batch_size"],
+        categories,
+        repeated,
+    )
+    bad = np.logical_or.reduce(rules)
+    if not bad.any():
+        return
+    row = int(np.argmax(bad))
+    name, at = names[row], where(row)
+    if not text[row]:
+        raise InputError(source, f"job name must be text, found {_shown(name)}", at)
+    if blank[row]:
+        raise InputError(source, "empty job name", at)
+    if forbidden[row]:
+        char = next(c for c in _NAME_FORBIDDEN if c in name)
+        raise InputError(source, f"job name {name!r} may not contain {char!r}", at)
+    if not app_text[row]:
+        found = apps[row]
+        if isinstance(found, str):
+            raise InputError(source, "empty application", at)
+        raise InputError(source, f"application must be text, found {_shown(found)}", at)
+    cell = frame["time"].iloc[row]
+    if time_bad[row]:
+        if not time_ok[row]:
+            raise InputError(source, f"time {_shown(cell)} is not a number", at)
+        raise InputError(
+            source, f"time {_shown(cell)} must lie in [0, {MAX_ARRIVAL_SECONDS:.0f}] seconds", at
+        )
+    for column in ("num_replicas", "batch_size"):
+        if counts[column][row]:
+            raise InputError(
+                source,
+                f"{column} {_shown(frame[column].iloc[row])} must be a positive integer up to "
+                f"{_MAX_COUNT:.0e}",
+                at,
+            )
+    if categories[row]:
+        text_value = frame[CATEGORY_COLUMN].iloc[row]
+        raise InputError(
+            source, f"category {_shown(text_value)} must be one of {', '.join(CATEGORIES)}", at
+        )
+    first = int(np.flatnonzero(frame["name"].to_numpy(dtype=object) == name)[0])
+    raise InputError(source, f"duplicate job name {name!r} (first on {_place(where(first))})", at)
+
+
+def _shown(cell: object) -> str:
+    """A cell as a message shows it: text quoted, a numpy number as the plain number."""
+    return repr(cell.item() if isinstance(cell, np.generic) else cell)
+
+
+def _missing(value: object) -> bool:
+    """Whether a cell is missing (None, NaN, pandas' NA)."""
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _place(where: str | int) -> str:
+    return f"line {where}" if isinstance(where, int) else str(where)
+
+
+def _typed(
+    frame: pd.DataFrame, parsed: Mapping[str, tuple[np.ndarray, np.ndarray]]
+) -> pd.DataFrame:
+    """``frame`` (checked) with its number columns as numbers: as given when they are number
+    columns already, else a copy with the arrival time as float64 and the counts as int64."""
+    convert = [c for c in _NUMBER_COLUMNS if not pd.api.types.is_numeric_dtype(frame[c])]
+    if not convert:
+        return frame
+    out = frame.copy()
+    for column in convert:
+        values = parsed[column][0]
+        out[column] = values if column == "time" else values.astype("int64")
+    return out
 
 
 def _refuse_job(
@@ -229,7 +390,7 @@ def _refuse_job(
     known: Sequence[str] | None,
     largest: Mapping[str, int],
     max_gpus: int | None,
-    line: int | None,
+    line: int | str | None,
 ) -> None:
     """Raise the message for the first check that ``job`` fails (see check_workload)."""
     name, application = job["name"], job["application"]
@@ -269,6 +430,7 @@ def _read_jobs(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 )
             _refuse_nul(path, 1, header)
             header = [h.strip() for h in header]
+            refuse_repeated_columns(path, header)
             columns = _column_index(path, header)
             for fields in reader:
                 if not any(f.strip() for f in fields):
@@ -311,77 +473,19 @@ def _parse_job(
     line: int,
     fields: Sequence[str],
     columns: Mapping[str, int],
-) -> dict[str, Any]:
-    """Parse one data row (its types; see check_workload for the rest) as a typed record."""
+) -> dict[str, str]:
+    """One data row's cells of the workload's columns, as text without the spaces around it
+    (:func:`check_workload` reads and checks them)."""
     if len(fields) <= max(columns.values()):
         raise InputError(
             path, f"expected at least {max(columns.values()) + 1} fields, got {len(fields)}", line
         )
-    raw = {c: fields[i].strip() for c, i in columns.items()}
-    if not raw["name"]:
-        raise InputError(path, "empty job name", line)
-    bad = [c for c in _NAME_FORBIDDEN if c in raw["name"]]
-    if bad:
-        raise InputError(path, f"job name {raw['name']!r} may not contain {bad[0]!r}", line)
-    if not raw["application"]:
-        raise InputError(path, "empty application", line)
-    record = {
-        "name": raw["name"],
-        "time": _arrival_time(path, line, raw["time"]),
-        "application": raw["application"],
-        "num_replicas": _positive_int(path, line, "num_replicas", raw["num_replicas"]),
-        "batch_size": _positive_int(path, line, "batch_size", raw["batch_size"]),
-    }
-    if CATEGORY_COLUMN in raw:
-        record[CATEGORY_COLUMN] = _category(path, line, raw[CATEGORY_COLUMN])
-    return record
+    return {c: fields[i].strip() for c, i in columns.items()}
 
 
 def job_category(value: object) -> str:
     """A checked category cell's category (``adaptive`` when empty or missing)."""
     return category_text(value).strip() or "adaptive"
-
-
-def _category(path: Path | str | None, line: int | None, text: str) -> str:
-    """A job category; an empty field is the default, ``adaptive``."""
-    value = text.strip() or "adaptive"
-    if value not in CATEGORIES:
-        raise InputError(path, f"category {text!r} must be one of {', '.join(CATEGORIES)}", line)
-    return value
-
-
-def _arrival_time(path: Path, line: int, text: str) -> float:
-    """Parse a finite, non-negative arrival time in seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(path, f"time {text!r} is not a number", line) from None
-    if not math.isfinite(value) or not 0 <= value <= MAX_ARRIVAL_SECONDS:
-        raise InputError(
-            path, f"time {text!r} must lie in [0, {MAX_ARRIVAL_SECONDS:.0f}] seconds", line
-        )
-    return value
-
-
-def _positive_int(path: Path, line: int, column: str, text: str) -> int:
-    """Parse a positive integer (``4`` or ``4.0``), naming the column on failure."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value.is_integer() and 1 <= value <= _MAX_COUNT):
-        raise InputError(
-            path, f"{column} {text!r} must be a positive integer up to {_MAX_COUNT:.0e}", line
-        )
-    return int(value)
-
-
-def _to_frame(columns: Mapping[str, list]) -> pd.DataFrame:
-    """Build the typed DataFrame, in file order, from its columns."""
-    df = pd.DataFrame(dict(columns))
-    df = df.astype({"time": "float64", "num_replicas": "int64", "batch_size": "int64"})
-    df["application"] = df["application"].astype(str)
-    return df
 
 
 def write_workload(df: pd.DataFrame, path: str | Path) -> None:
@@ -503,24 +607,63 @@ def philly_filter(raw: pd.DataFrame) -> pd.Series:
 
 
 def read_philly_csv(path: Path) -> pd.DataFrame:
-    """Read the raw Philly CSV, checking it has the needed columns."""
+    """Read the raw Philly CSV: its needed columns, each once, and in every row a date and
+    time, ``duration`` and ``gpu_time`` in seconds (finite, not negative) and ``num_gpus`` a
+    whole number of at least 1; a bad cell is one line naming the file, line and field."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "file not found")
     try:
-        raw = pd.read_csv(path)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
+        text = read_csv(
+            path, "Philly trace", dtype=str, keep_default_na=False, skip_blank_lines=False
+        )
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise InputError(path, f"cannot read Philly trace: {err}") from None
-    missing = [c for c in _PHILLY_COLUMNS if c not in raw.columns]
+        reason = " ".join(str(err).split())
+        raise InputError(path, f"cannot read Philly trace: {reason}") from None
+    missing = [c for c in _PHILLY_COLUMNS if c not in text.columns]
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}", 1)
-    try:
-        raw["timestamp"] = pd.to_datetime(raw["timestamp"])
-        raw = raw.astype({"duration": "float64", "num_gpus": "int64", "gpu_time": "float64"})
-    except (ValueError, TypeError) as err:
-        raise InputError(path, f"bad value in Philly trace: {err}") from None
-    if raw.empty:
+    text = text.fillna("")
+    lines = text.index.to_numpy() + 2  # skip_blank_lines=False: row k is on line k + 2
+    kept = ~(text.apply(lambda column: column.str.strip() == "").all(axis=1)).to_numpy()
+    text, lines = text[kept].reset_index(drop=True), lines[kept]
+    if text.empty:
         raise InputError(path, "Philly trace has no rows")
+    raw = text.copy()
+    raw["timestamp"] = _philly_column(path, text, lines, "timestamp")
+    for column in ("duration", "num_gpus", "gpu_time"):
+        raw[column] = _philly_column(path, text, lines, column)
     return raw
+
+
+def _philly_column(path: Path, text: pd.DataFrame, lines: np.ndarray, column: str) -> pd.Series:
+    """One Philly column read and checked (see read_philly_csv)."""
+    cells = text[column].str.strip()
+    if column == "timestamp":
+        with warnings.catch_warnings():  # a garbled first cell: pandas guesses per cell
+            warnings.simplefilter("ignore", UserWarning)
+            values = pd.to_datetime(cells, errors="coerce")
+        bad, expected = values.isna().to_numpy(), "a date and time"
+    else:
+        values = pd.to_numeric(cells, errors="coerce")  # ASCII digits only: 1_0 is no number
+        numbers = values.to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            if column == "num_gpus":
+                bad = ~np.isfinite(numbers) | (numbers < 1) | (numbers > _MAX_COUNT)
+                bad |= np.mod(numbers, 1) != 0
+                expected = f"a whole number of GPUs in [1, {_MAX_COUNT:.0e}]"
+            else:
+                bad = ~np.isfinite(numbers) | (numbers < 0)
+                expected = "a finite number of seconds, not negative"
+    if bad.any():
+        row = int(np.argmax(bad))
+        found = text[column].iloc[row]
+        raise InputError(
+            path, f"field {column}: found {found!r}, expected {expected}", int(lines[row])
+        )
+    if column == "timestamp":
+        return values
+    return values.astype("int64" if column == "num_gpus" else "float64")
 
 
 def bucket_of(gpu_hours: pd.Series) -> pd.Series:

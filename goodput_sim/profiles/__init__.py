@@ -45,6 +45,12 @@ def load_profiles(path: str | Path | None = None) -> dict[str, ApplicationProfil
     path = Path(path) if path is not None else bundled_profiles_path()
     if not path.exists():
         raise InputError(path, "profiles path does not exist")
+    if not path.is_dir() and not path.is_file():  # a FIFO or device: never a folder to list
+        raise InputError(
+            path,
+            "is not a regular file or folder (a FIFO, device or socket); expected a folder of "
+            "profiles or a profile YAML file",
+        )
     if path.is_file():
         profile = load_profile_yaml(path)
         return {profile.name: profile}

@@ -31,6 +31,7 @@ from goodput_sim.profiles.base import (
     interp_rows,
     linear_or_nearest,
 )
+from goodput_sim.usertext import read_csv
 
 if TYPE_CHECKING:
     from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
@@ -85,8 +86,15 @@ def _read_clean_table(
     """The table when every check passes, parsed by pandas' C parser; None otherwise (then the
     slower cell-by-cell reading finds and reports the first problem)."""
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError):
+        frame = read_csv(path, "measurement CSV")
+    except (
+        InputError,
+        OSError,
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        UnicodeDecodeError,
+        ValueError,
+    ):
         return None
     if frame.empty or any(
         c not in frame.columns or frame[c].dtype.kind not in "iuf" for c in columns
@@ -110,7 +118,7 @@ def _read_table_lines(
     if clean is not None:
         return clean, _RowLines(path, len(clean))
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = read_csv(path, "measurement CSV", dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         reason = " ".join(str(err).split())  # parser messages may span lines: keep one line
         raise InputError(path, f"not a readable CSV file ({reason})") from None

@@ -70,11 +70,11 @@ def draw(
         return plots.jct_by_application(data.jobs, caption)
     if kind == "types":
         return plots.gpu_hours_by_type(summaries, caption)
-    cluster = next(iter(data.manifests.values()))["cluster"]
+    cluster = next(iter(data.clusters.values()))  # read from the manifest's groups, checked
     if kind == "utilization":
-        return plots.utilization_over_time(data.rounds, cluster["total_gpus"], caption)
+        return plots.utilization_over_time(data.rounds, cluster.total_gpus, caption)
     if kind == "nodes":
-        return plots.cluster_size_over_time(data.rounds, cluster["gpus_per_node"], caption)
+        return plots.cluster_size_over_time(data.rounds, cluster.gpus_per_node, caption)
     alone = data.caption(policies=False)
     if kind == "timeline":
         return plots.allocation_timeline(data.rounds[name], name, alone)

@@ -191,7 +191,7 @@ def _figures(results: Results, table: pd.DataFrame, caption: str, jobs: list[str
     if all("type_moves" in s for s in summaries.values()):
         yield plots.gpu_hours_by_type(summaries, caption), "GPU-hours by GPU type per policy."
     if results.rounds:
-        total = next(iter(results.manifests.values()))["cluster"]["total_gpus"]
+        total = next(iter(results.clusters.values())).total_gpus
         yield (
             plots.utilization_over_time(results.rounds, total, caption),
             "GPU utilisation and queue length over time.",

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from goodput_sim.errors import InputError
-from goodput_sim.inputs.cluster import cluster_from_record
+from goodput_sim.inputs.cluster import ClusterSpec, cluster_from_record
 from goodput_sim.results.metrics import PAPER_CLAIM, REFERENCE_POLICY
 from goodput_sim.results.saved import (
     JOB_COLUMNS,
@@ -55,6 +55,7 @@ class Results:
     jobs: dict[str, pd.DataFrame] = field(default_factory=dict)  # comparison: label -> jobs.csv
     rounds: dict[str, pd.DataFrame] = field(default_factory=dict)
     manifests: dict[str, dict] = field(default_factory=dict)
+    clusters: dict[str, ClusterSpec] = field(default_factory=dict)  # each run's, checked
 
     @property
     def labels(self) -> list[str]:
@@ -184,13 +185,14 @@ def _comparison(folder: Path) -> Results:
         manifest, jobs, rounds = _run_tables(run)
         policy, summary = manifest["policy"]["name"], manifest["summary"]
         settings = values_of(_recorded_config(run / "manifest.json", manifest["config"]))
-        tables.append((manifest, jobs, rounds))
+        cluster = cluster_from_record(manifest["cluster"], run / "manifest.json")
+        tables.append((manifest, jobs, rounds, cluster))
         source = manifest.get("workload_source") or {}
         unit = {
             "workload": Path(str(manifest.get("inputs", {}).get("workload"))).stem,
             "load": float(source.get("load", 1.0)) if isinstance(source, dict) else 1.0,
             "seed": manifest.get("seed", 0),
-            "cluster": str(cluster_from_record(manifest["cluster"], run / "manifest.json")),
+            "cluster": str(cluster),
         }
         conditions.append({**unit, **settings})
         rows.append(
@@ -208,8 +210,9 @@ def _comparison(folder: Path) -> Results:
     _label_runs(runs, pd.DataFrame([{k: _text(v) for k, v in c.items()} for c in conditions]))
     taken = runs["label"].duplicated(keep=False)  # the same run twice: name it by its folder
     runs.loc[taken, "label"] += [f" [{f.name}]" for f, t in zip(folders, taken, strict=True) if t]
-    for label, (manifest, jobs, rounds) in zip(runs["label"], tables, strict=True):
+    for label, (manifest, jobs, rounds, cluster) in zip(runs["label"], tables, strict=True):
         results.manifests[label] = manifest
+        results.clusters[label] = cluster
         results.jobs[label] = jobs
         if rounds is not None:
             results.rounds[label] = rounds

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from goodput_sim.errors import InputError, regular_file
+from goodput_sim.usertext import read_csv, unique_keys
 
 MAX_SEED = 2**32 - 1
 """Seeds are integers in [0, MAX_SEED] everywhere (numpy's and Python's generators alike)."""
@@ -41,7 +43,7 @@ def read_json(path: Path, what: str) -> Any:
     refused as damage, in one line)."""
     try:
         text = regular_file(path, what).read_text(encoding="utf-8")
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_keys)
     except InputError:
         raise
     except RecursionError:
@@ -97,7 +99,18 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
 def is_seed(value: object) -> bool:
     """Whether ``value`` is a valid seed: an integer (not a bool) in [0, MAX_SEED]."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SEED
+    return (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool)
+        and 0 <= value <= MAX_SEED
+    )
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """``value`` as a seed, or a one-line error naming the argument ``name``."""
+    if not is_seed(value):
+        raise InputError(name, f"expected an integer in [0, {MAX_SEED}], got {value!r}")
+    return int(value)
 
 
 def _name(value: object) -> bool:
@@ -156,7 +169,7 @@ SWEEP_OPTIONAL = {
     "ftf_unfair_fraction": Column("number", empty=True, low=0),
 }
 
-_ALLOCATION = re.compile(r"[^=;@]+=\d+(?:\.\d+)*(?:@\d+(?:\.\d+)?)?")
+_ALLOCATION = re.compile(r"[^=;@]+=[0-9]+(?:\.[0-9]+)*(?:@[0-9]+(?:\.[0-9]+)?)?")
 _FLAGS = {"True": True, "False": False, "true": True, "false": False}
 
 
@@ -171,7 +184,7 @@ def read_table(
     cells as NaN; anything else is one error naming the file, column and row (1 = the first
     row after the header)."""
     try:
-        raw = pd.read_csv(regular_file(path, what), dtype=str, keep_default_na=False)
+        raw = read_csv(path, what, dtype=str, keep_default_na=False)
         frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
     except InputError:
         raise
