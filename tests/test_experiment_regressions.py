@@ -18,6 +18,7 @@ from goodput_sim.cli import main
 from goodput_sim.experiments.failure_cost import read_failure_runs, slowdown_table
 from goodput_sim.experiments.sweep import sweep_table
 from goodput_sim.results.report import load_results, policy_table, report_text
+from goodput_sim.results.saved import ROUND_COLUMNS, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPED = ROOT / "traces" / "profiles-sia"
@@ -132,3 +133,22 @@ def test_the_failure_report_keeps_typed_clusters_of_one_shape_apart(tmp_path):
     table = slowdown_table(read_failure_runs(tmp_path))
     assert table["context"].nunique() == 2 and (table["n"] == 2).all()
     assert sorted(table["avg_jct_s"]) == [100.0, 200.0, 300.0, 600.0]
+
+
+# ------------------------------------------------------- a guard stop before the first round
+def test_a_compare_stopped_before_its_first_round_is_a_guard_stop(tmp_path):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    args = ["compare", "--policies", "fifo,goodput", "--workload", "w.csv", "--cluster", "2x4"]
+    result = _cli([*args, "--max-wall", "1e-9", "--quiet", "--out", "c"], tmp_path)
+    _one_line_error(result, 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "w.csv"]  # no c.partial
+    header = (tmp_path / "c" / "fifo" / "rounds.csv").read_text()
+    assert header.startswith("time,") and header.count("\n") == 1
+    rounds = read_table(tmp_path / "c" / "fifo" / "rounds.csv", ROUND_COLUMNS, "rounds table")
+    assert rounds.empty and set(ROUND_COLUMNS) <= set(rounds.columns)
+    report = _cli(["report", "c"], tmp_path)
+    assert report.exit_code == 0, report.output
+    assert "nan" not in report.stdout.lower() and "(stopped early)" in report.stdout
+    for kind in ("utilization", "timeline", "bars"):
+        drawn = _cli(["plot", "c", "--kind", kind, "-o", f"{kind}.png"], tmp_path)
+        assert drawn.exit_code == 0, drawn.output

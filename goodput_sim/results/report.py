@@ -429,8 +429,10 @@ def report_text(results: Results, baselines: Baselines) -> str:
         ci = interval_text(row.ci_low_s / 3600, row.ci_high_s / 3600, row.n, "{:.2f}")
         lines.append(
             f"{row.load:>5g} {row.policy:<{wide}} {row.runs:>4} "
-            f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
-            f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10} "
+            f"{statistic_text(row.avg_jct_s / 3600, '.2f'):>15} {ci:>18} "
+            f"{statistic_text(row.p95_jct_s / 3600, '.2f'):>8} "
+            f"{statistic_text(row.makespan_s / 3600, '.2f'):>12} "
+            f"{statistic_text(row.gpu_utilization, '.1%'):>8} {row.unfinished:>10} "
             f"{statistic_text(row.ftf_rho_max, '.2f'):>9} "
             f"{statistic_text(row.ftf_unfair_fraction, '.0%'):>6}"
         )
