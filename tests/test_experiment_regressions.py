@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from goodput_sim.cli import main
 from goodput_sim.experiments.failure_cost import read_failure_runs, slowdown_table
-from goodput_sim.experiments.sweep import sweep_table
+from goodput_sim.experiments.sweep import MAX_NAME_BYTES, bounded_name, sweep_table
 from goodput_sim.results.report import load_results, policy_table, report_text
 from goodput_sim.results.saved import ROUND_COLUMNS, read_table
 
@@ -152,3 +152,65 @@ def test_a_compare_stopped_before_its_first_round_is_a_guard_stop(tmp_path):
     for kind in ("utilization", "timeline", "bars"):
         drawn = _cli(["plot", "c", "--kind", kind, "-o", f"{kind}.png"], tmp_path)
         assert drawn.exit_code == 0, drawn.output
+
+
+# -------------------------------------------------------------- names as file and folder names
+def test_bounded_names_fit_and_stay_apart():
+    assert bounded_name("short") == "short"
+    assert bounded_name("x" * MAX_NAME_BYTES) == "x" * MAX_NAME_BYTES  # fits: unchanged
+    a, b = bounded_name("y" * 300 + "a"), bounded_name("y" * 300 + "b")
+    assert a != b and len(a.encode()) == len(b.encode()) == MAX_NAME_BYTES
+    assert a.startswith("y" * 200) and "~" in a
+    wide = bounded_name("é" * 200, suffix=".csv")  # 400 bytes: cut on a character boundary
+    assert wide.endswith(".csv") and len(wide.encode()) <= MAX_NAME_BYTES
+    wide.encode().decode()
+
+
+def test_a_long_variant_label_is_refused_in_one_line(tmp_path):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    label = "v" * 101
+    (tmp_path / "e.yaml").write_text(
+        f"policies: [fifo]\nworkloads: [w.csv]\nvariants:\n  {label}: {{cluster: 2x4}}\n"
+    )
+    line = _one_line_error(_cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path))
+    assert "1-100" in line and len(line) < 300
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.yaml", "w.csv"]
+
+
+def test_long_workload_and_variant_names_make_a_bounded_folder(tmp_path):
+    stem = "w" * 200
+    (tmp_path / f"{stem}.csv").write_text(WORKLOAD)
+    label = "v" * 100
+    (tmp_path / "e.yaml").write_text(
+        f"policies: [fifo]\nworkloads: [{stem}.csv]\n"
+        f"variants:\n  {label}: {{cluster: 2x4, restart_delay: 10}}\n"
+    )
+    result = _cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path)
+    assert result.exit_code == 0, result.output
+    (group,) = [p for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    assert len(group.name.encode()) == MAX_NAME_BYTES and group.name.startswith(stem + "-vvv")
+    assert (group / "fifo-seed0" / "summary.json").is_file()
+    again = _cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path)  # resumed: reused
+    assert again.exit_code == 0, again.output
+    assert [p for p in (tmp_path / "s").iterdir() if p.is_dir()] == [group]
+    summary = pd.read_csv(tmp_path / "s" / "summary.csv")
+    assert list(summary["variant"]) == [label]  # the label itself, whole, in the tables
+
+
+def test_a_sweep_whose_run_folders_would_be_too_long_is_refused(tmp_path):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    out = "/".join(["d" * 254] * 16)  # 4,079 bytes: a valid --out, no room for the runs
+    args = ["sweep", "--policies", "fifo", "--workloads", "w.csv", "--cluster", "2x4"]
+    line = _one_line_error(_cli([*args, "--out", out, "--quiet"], tmp_path))
+    assert "shorter --out" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.csv"]
+
+
+def test_a_default_results_folder_of_a_long_workload_name_is_bounded(tmp_path):
+    stem = "w" * 240
+    (tmp_path / f"{stem}.csv").write_text(WORKLOAD)
+    args = ["run", "--policy", "fifo", "--workload", f"{stem}.csv", "--cluster", "2x4"]
+    result = _cli([*args, "--quiet", "--no-plot"], tmp_path)
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "results").iterdir()
+    assert folder.name.startswith("fifo-www") and len(folder.name.encode()) < 240

@@ -743,11 +743,11 @@ def default_folder(kind: str, workload: str | Path, identity: object) -> Path:
     """``results/<kind>-<workload>-<hash>``: the hash names everything the results depend on
     (``identity``), so a different run never meets a folder it may not write. A folder taken
     by an earlier run of the same identity gets a number (``-2``, ``-3``...) instead."""
+    from goodput_sim.experiments.sweep import bounded_name
+
     text = json.dumps(identity, sort_keys=True, default=repr)
-    base = (
-        Path("results")
-        / f"{kind}-{Path(workload).stem}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-    )
+    head = bounded_name(f"{kind}-{Path(workload).stem}", 220)  # room for -2 and .replaced
+    base = Path("results") / f"{head}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
     candidate, number = base, 1
     while candidate.exists() and any(candidate.iterdir()):
         number += 1

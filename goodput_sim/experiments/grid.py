@@ -366,11 +366,15 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
     known = ["cluster", *SETTINGS]
     out = []
     for label, bundle in value.items():
-        where = f"key variants.{label}"
-        if not isinstance(label, str) or not LABEL.match(label):
+        where = f"key variants.{_shown(label)}"
+        if not isinstance(label, str) or not LABEL.fullmatch(label):
             raise InputError(
-                path, "a label must be letters, digits, '.', '_' or '-' (quote numbers)", where
+                path,
+                "a label must be 1-100 letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit (quote numbers)",
+                where,
             )
+        where = f"key variants.{label}"
         if bundle is None:
             bundle = {}
         if not isinstance(bundle, dict):
@@ -397,6 +401,13 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
                 raise InputError(path, error.problem, f"{where}.{key}") from None
         out.append(Variant.of(label, cluster, **settings))
     return out
+
+
+def _shown(label: object) -> str:
+    """A label as an error shows it: on one line, at most 40 characters and an ellipsis."""
+    text = str(label)
+    text = text if len(text) <= 40 else text[:40] + "..."
+    return text if text.isprintable() else repr(text)
 
 
 def _refuse_repeated_labels(path: Path) -> None:
