@@ -8,6 +8,7 @@ leaves nothing behind when it refuses."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_sim.cli import main
+from goodput_sim.experiments.cost_jct import cost_jct_report, read_runs
 from goodput_sim.experiments.failure_cost import read_failure_runs, slowdown_table
 from goodput_sim.experiments.sweep import MAX_NAME_BYTES, bounded_name, sweep_table
 from goodput_sim.results.report import load_results, policy_table, report_text
@@ -214,3 +216,37 @@ def test_a_default_results_folder_of_a_long_workload_name_is_bounded(tmp_path):
     assert result.exit_code == 0, result.output
     (folder,) = (tmp_path / "results").iterdir()
     assert folder.name.startswith("fifo-www") and len(folder.name.encode()) < 240
+
+
+# ------------------------------------------------------------------- a mean's count (cost-jct)
+def test_cost_jct_counts_the_runs_a_mean_is_over(tmp_path):
+    rows = []
+    for variant, settings, nodes in (
+        ("fixed-2", {}, "2x4"),
+        ("utility", {"max_nodes": 4, "min_nodes": 1}, "2x4"),
+    ):
+        for seed, jct in ((0, 100.0), (1, math.nan)):  # seed 1 finished no job
+            rows.append(
+                {
+                    "workload": "w",
+                    "load": 1.0,
+                    "cluster": nodes,
+                    "variant": variant,
+                    "interval": 60.0,
+                    "policy": "fifo",
+                    "agent": "fixed",
+                    "params": "{}",
+                    "seed": seed,
+                    "settings": json.dumps(settings),
+                    "avg_jct": jct,
+                    "node_hours": 2.0 + seed,
+                    "unfinished": 4 * seed,
+                }
+            )
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.csv", index=False)
+    report, _ = cost_jct_report(read_runs(tmp_path))
+    assert list(report.table["avg_jct_n"]) == [1, 1]
+    assert list(report.table["node_hours_n"]) == [2, 2]
+    text = report.markdown()
+    assert "100.0 (n=1;" in text and "100.0 (n=2;" not in text
+    assert "2.5 (n=2;" in text  # node-hours: both runs

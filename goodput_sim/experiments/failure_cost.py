@@ -106,7 +106,7 @@ def slowdown_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "policy": policy,
                     "context": context,
                     "condition": condition,
-                    "n": len(cell),
+                    "n": jct[3],  # runs with an average JCT (some job finished)
                     "avg_jct_s": jct[0],
                     "avg_jct_ci_low_s": jct[1],
                     "avg_jct_ci_high_s": jct[2],
