@@ -561,14 +561,32 @@ def _failures(given: dict[str, Any], seed: int, nodes: int | None) -> FailureMod
     )
 
 
+AUTOSCALER_SETTINGS = ("autoscaler", "autoscaler_params", "startup_delay", "node_price")
+"""Settings of the autoscaler that only mean something with --min-nodes and --max-nodes."""
+
+
+def _given_text(declared: Setting, value: Any) -> str:
+    """A setting's value as given, for an error naming its option: ``search``, ``5``."""
+    if declared.name == "autoscaler_params":
+        return "autoscaler.KEY=VALUE"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _autoscale(given: dict[str, Any]) -> AutoscaleConfig | None:
     """The autoscaling settings of resolved settings, or None for a fixed cluster."""
     low, high = given["min_nodes"], given["max_nodes"]
     if (low is None) != (high is None):
         raise InputError("--min-nodes" if low is None else "--max-nodes", "give both or neither")
-    if low is None:
-        if given["autoscaler_params"] or given["node_price"] is not None:
-            raise InputError("--min-nodes", "autoscaler settings need --min-nodes and --max-nodes")
+    if low is None:  # a fixed cluster: a setting of the autoscaler would be silently unused
+        unused = [BY_NAME[n] for n in AUTOSCALER_SETTINGS if given[n] != BY_NAME[n].default]
+        if unused:
+            first = unused[0]
+            raise InputError(
+                first.flag if first.option else "--param",
+                f"{_given_text(first, given[first.name])} is an autoscaler setting; autoscaler "
+                "settings need --min-nodes and --max-nodes (a cluster file's node-group bounds "
+                "apply only within them): without them the cluster is fixed",
+            )
         return None
     return AutoscaleConfig(
         low,

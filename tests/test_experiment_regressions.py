@@ -16,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_sim.cli import main
+from goodput_sim.errors import InputError
 from goodput_sim.experiments.cost_jct import cost_jct_report, read_runs
 from goodput_sim.experiments.failure_cost import read_failure_runs, slowdown_table
 from goodput_sim.experiments.sweep import MAX_NAME_BYTES, bounded_name, sweep_table
 from goodput_sim.results.report import load_results, policy_table, report_text
 from goodput_sim.results.saved import ROUND_COLUMNS, read_table
+from goodput_sim.spec import build_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPED = ROOT / "traces" / "profiles-sia"
@@ -250,3 +252,31 @@ def test_cost_jct_counts_the_runs_a_mean_is_over(tmp_path):
     text = report.markdown()
     assert "100.0 (n=1;" in text and "100.0 (n=2;" not in text
     assert "2.5 (n=2;" in text  # node-hours: both runs
+
+
+# --------------------------------------------------------- autoscaler settings without bounds
+@pytest.mark.parametrize(
+    ("values", "option"),
+    [
+        ({"autoscaler": "search"}, "--autoscaler"),
+        ({"autoscaler": "queue"}, "--autoscaler"),
+        ({"startup_delay": 5.0}, "--startup-delay"),
+        ({"node_price": 2.0}, "--node-price"),
+        ({"autoscaler": "utility", "autoscaler_params": {"low": 0.5}}, "--param"),
+    ],
+)
+def test_autoscaler_settings_without_node_bounds_are_refused(values, option):
+    with pytest.raises(InputError, match="need --min-nodes and --max-nodes") as error:
+        build_config(values)
+    assert str(error.value).startswith(option)
+    bounded = build_config({**values, "min_nodes": 1, "max_nodes": 2})
+    assert bounded.autoscale is not None
+    assert build_config({"autoscaler": "utility"}).autoscale is None  # the default: no setting
+
+
+def test_run_refuses_the_search_autoscaler_without_bounds(tmp_path):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    args = ["run", "--policy", "goodput", "--workload", "w.csv", "--cluster", "2x4", "--quiet"]
+    line = _one_line_error(_cli([*args, "--autoscaler", "search", "--out", "o"], tmp_path))
+    assert "--min-nodes" in line and "fixed" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.csv"]
