@@ -280,3 +280,43 @@ def test_run_refuses_the_search_autoscaler_without_bounds(tmp_path):
     line = _one_line_error(_cli([*args, "--autoscaler", "search", "--out", "o"], tmp_path))
     assert "--min-nodes" in line and "fixed" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.csv"]
+
+
+# ------------------------------------------------------ limited-adaptivity refuses, then is gone
+LIMITED = ["experiment", "limited-adaptivity", "--workloads", "w.csv", "--workers", "1"]
+MANY = ",".join(f"{k / 1000:g}" for k in range(400))  # 3 policies x 400 mixes: over the budget
+
+
+@pytest.mark.parametrize(
+    ("extra", "names"),
+    [
+        (["--cluster", "1x1", "--policies", "fifo"], "w.csv"),  # the user's file, not a mix
+        (["--cluster", "2x4", "--policies", "goodput", "--profiles", str(TYPED)], "--cluster"),
+        (["--cluster", "2x4", "--policies", "fifo", "--shares", "0.1234567,0.1234568"], "--shares"),
+        (["--cluster", "2x4", "--policies", "fifo,goodput,tiresias", "--shares", MANY], "--shares"),
+    ],
+)
+def test_limited_adaptivity_refuses_before_writing(tmp_path, extra, names):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    line = _one_line_error(_cli([*LIMITED, *extra, "--out", "la"], tmp_path))
+    assert line.startswith(f"error: {names}"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.csv"]
+
+
+def test_limited_adaptivity_removes_its_mixes_when_the_sweep_refuses(tmp_path, monkeypatch):
+    from goodput_sim.experiments import limited_adaptivity, sweep
+
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    (tmp_path / "la").mkdir()
+    (tmp_path / "la" / "keep.txt").write_text("earlier")
+
+    def refuse(*args, **kwargs):
+        assert any((tmp_path / "la" / "workloads").iterdir())  # the mixes were written
+        raise InputError("--policies", "refused by the sweep")
+
+    monkeypatch.setattr(sweep, "sweep", refuse)
+    with pytest.raises(InputError, match="refused by the sweep"):
+        limited_adaptivity.run_limited_adaptivity(
+            [tmp_path / "w.csv"], tmp_path / "la", None, "2x4", ("fifo",), workers=1
+        )
+    assert sorted(p.name for p in (tmp_path / "la").iterdir()) == ["keep.txt"]
