@@ -320,3 +320,22 @@ def test_limited_adaptivity_removes_its_mixes_when_the_sweep_refuses(tmp_path, m
             [tmp_path / "w.csv"], tmp_path / "la", None, "2x4", ("fifo",), workers=1
         )
     assert sorted(p.name for p in (tmp_path / "la").iterdir()) == ["keep.txt"]
+
+
+# ------------------------------------------------------------ a key written twice is refused
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("policies: [fifo]\nworkloads: [w.csv]\npolicies: [goodput]\n", "key policies"),
+        ("policies: [fifo]\nworkloads: [w.csv]\nsettings: {oracle: no, oracle: yes}\n", "settings"),
+        ("policies: [{policy: goodput, params: {p: 1, p: 2}}]\nworkloads: [w.csv]\n", "[0].params"),
+        ("policies: [fifo]\nworkloads: [{generate: {jobs: 3, jobs: 4}}]\n", "workloads[0]"),
+        ("policies: [fifo]\nworkloads: [w.csv]\nvariants: {a: {}, a: {}}\n", "key variants"),
+    ],
+)
+def test_a_key_written_twice_in_an_experiment_file_is_refused(tmp_path, text, where):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    (tmp_path / "e.yaml").write_text(text)
+    line = _one_line_error(_cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path))
+    assert where in line and "twice" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.yaml", "w.csv"]

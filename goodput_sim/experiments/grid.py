@@ -106,11 +106,11 @@ def load_experiment(path: str | Path) -> Experiment:
     for key in ("policies", "workloads"):
         if key not in data:
             raise InputError(path, "is required", f"key {key}")
+    _refuse_repeated_keys(path)
     here = path.parent
     settings = _settings(path, here, data.get("settings", {}))
     clusters = [_cluster(path, here, v) for v in _axis(path, data, "clusters", ["16x4"])]
     if "variants" in data:
-        _refuse_repeated_labels(path)
         variants = _variants(path, here, data["variants"])
         config = _variant_config(path, settings, clusters, variants)
     else:
@@ -410,15 +410,34 @@ def _shown(label: object) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def _refuse_repeated_labels(path: Path) -> None:
-    """A label written twice under ``variants`` (YAML would keep only the last bundle)."""
-    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LimitedLoader)
-    for key, node in root.value if isinstance(root, yaml.MappingNode) else ():
-        if key.value == "variants" and isinstance(node, yaml.MappingNode):
-            labels = [k.value for k, _ in node.value]
-            twice = sorted({label for label in labels if labels.count(label) > 1})
-            if twice:
-                raise InputError(path, f"label(s) {twice} appear twice", "key variants")
+def _refuse_repeated_keys(path: Path) -> None:
+    """A key written twice in one mapping of the file, at any depth (YAML would keep only the
+    last value, and the first would be silently unused); a label twice under ``variants``."""
+    # load_yaml has read the file (safe: no aliases, shallow); libyaml composes it fast.
+    loader = getattr(yaml, "CSafeLoader", _LimitedLoader)
+    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=loader)
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(item, f"{where}[{k}]") for k, item in enumerate(node.value)]
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        lines: dict[str, int] = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark)
+            line = key.start_mark.line + 1
+            if name in lines and where == "variants":
+                raise InputError(path, f"label(s) [{name!r}] appear twice", "key variants")
+            if name in lines:
+                raise InputError(
+                    path,
+                    f"{_shown(name)!r} is written twice (lines {lines[name]} and {line}); "
+                    "YAML would keep only the last",
+                    f"key {where or name}",
+                )
+            lines[name] = line
+            stack.append((value, f"{where}.{name}" if where else str(name)))
 
 
 def _variant_cluster(path: Path, here: Path, value: object, where: str) -> ClusterSpec:
