@@ -339,3 +339,21 @@ def test_a_key_written_twice_in_an_experiment_file_is_refused(tmp_path, text, wh
     line = _one_line_error(_cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path))
     assert where in line and "twice" in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.yaml", "w.csv"]
+
+
+# ------------------------------------------- nested settings are checked even when unused
+@pytest.mark.parametrize(
+    ("values", "option"),
+    [
+        ({"repair_hours": -1.0}, "--repair-hours"),  # no failure model: never built
+        ({"weibull_shape": 100.0}, "--weibull-shape"),
+        ({"repair_hours": math.nan}, "--repair-hours"),
+        ({"startup_delay": -5.0, "min_nodes": 1, "max_nodes": 2}, "--startup-delay"),
+        ({"autoscaler_params": [[1]]}, "--autoscaler-params"),  # was a TypeError
+        ({"autoscaler_params": [1, 2]}, "--autoscaler-params"),
+    ],
+)
+def test_a_nested_setting_out_of_range_is_refused_without_its_group(values, option):
+    with pytest.raises(InputError) as error:
+        build_config(values)
+    assert str(error.value).startswith(option), error.value
