@@ -357,3 +357,15 @@ def test_a_nested_setting_out_of_range_is_refused_without_its_group(values, opti
     with pytest.raises(InputError) as error:
         build_config(values)
     assert str(error.value).startswith(option), error.value
+
+
+def test_yaml_numbers_read_as_text_get_a_hint(tmp_path):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    (tmp_path / "e.yaml").write_text(
+        "policies: [fifo]\nworkloads: [w.csv]\nsettings: {max_wall: 1e-9}\n"
+    )
+    line = _one_line_error(_cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path))
+    assert "write 1.0e-9" in line, line
+    (tmp_path / "e.yaml").write_text("policies: [fifo]\nworkloads: [w.csv]\nprofiles: ''\n")
+    line = _one_line_error(_cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path))
+    assert "key profiles: no profiles at ''" in line, line

@@ -7,7 +7,8 @@ summary.json; the jobs as workload.csv when they were drawn for the run) atomica
 run's key (``spec.run_key``, a content hash of everything the run reads). A resumed sweep reuses
 a folder only when its key is the requested run's, so it picks up where it stopped and redoes
 exactly the runs whose inputs changed; ``summary.csv`` collects all runs. Results do not depend
-on the number of processes: each run is a pure function of its inputs.
+on the number of processes: each run is a pure function of its inputs. A group folder's name
+longer than a file name may be keeps its head and a hash of the whole (:func:`bounded_name`).
 
 A grid may also have *variants*: named bundles of a cluster and engine settings that are not a
 product of axes (fixed clusters of several sizes beside autoscaled ones). Each variant is one
