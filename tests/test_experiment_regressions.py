@@ -369,3 +369,13 @@ def test_yaml_numbers_read_as_text_get_a_hint(tmp_path):
     (tmp_path / "e.yaml").write_text("policies: [fifo]\nworkloads: [w.csv]\nprofiles: ''\n")
     line = _one_line_error(_cli(["sweep", "e.yaml", "--out", "s", "--quiet"], tmp_path))
     assert "key profiles: no profiles at ''" in line, line
+
+
+def test_plot_takes_the_policy_name_of_a_run_stopped_early(tmp_path):
+    (tmp_path / "w.csv").write_text(WORKLOAD)
+    args = ["compare", "--policies", "fifo,tiresias", "--workload", "w.csv", "--cluster", "2x4"]
+    _one_line_error(_cli([*args, "--max-events", "10", "--quiet", "--out", "c"], tmp_path), 3)
+    for kind in ("timeline", "jobs"):
+        plot = ["plot", "c", "--kind", kind, "--policy", "tiresias", "-o", f"{kind}.png"]
+        drawn = _cli(plot, tmp_path)
+        assert drawn.exit_code == 0, drawn.output
