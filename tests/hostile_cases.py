@@ -871,6 +871,8 @@ def _smaller_cases() -> list[Case]:
 
 def all_cases(bases: Path) -> list[Case]:
     """Every hostile case, in a fixed order."""
+    from hostile_experiments import experiment_cases  # it builds on this module's helpers
+
     return [
         *_manifest_cases(bases),
         *_folder_cases(bases),
@@ -879,6 +881,7 @@ def all_cases(bases: Path) -> list[Case]:
         *_bound_cases(),
         *_guard_cases(),
         *_smaller_cases(),
+        *experiment_cases(bases),
     ]
 
 
