@@ -35,6 +35,7 @@ from goodput_sim.sim.dynamics import DynamicFactory
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.observe import RoundObserver
+from goodput_sim.sim.recording import round_row
 from goodput_sim.sim.result import SimResult
 from goodput_sim.spec import SimConfig, build_config, has_failures
 
@@ -449,7 +450,10 @@ def write_run(
     source): with them the manifest is enough to replay the run (``run --manifest``)."""
     out.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(out / "jobs.csv", index=False, float_format="%.6f")
-    result.rounds.to_csv(out / "rounds.csv", index=False)
+    rounds = result.rounds
+    if rounds.columns.empty:  # stopped before its first round: no rows, but the columns
+        rounds = pd.DataFrame(columns=list(round_row(0.0, (), 0, 0, 0)))
+    rounds.to_csv(out / "rounds.csv", index=False)
     if result.fairness is not None:
         result.fairness.to_csv(out / "fairness.csv", index=False, float_format="%.6f")
     if hashes is None:

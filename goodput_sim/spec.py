@@ -153,7 +153,8 @@ class Setting:
 
     def convert(self, value: Any) -> Any:
         """``value`` (from YAML, JSON, click or Python) as this setting's type; SimConfig's own
-        settings are range-checked here too, nested ones by the class they build."""
+        settings are range-checked here too, nested ones by the class they build (or, when
+        the run builds none, by :func:`build_config`)."""
         problem = InputError(self.flag, f"invalid value {value!r}; expected {self.expected()}")
         if value is None:
             if not self.optional:
@@ -209,7 +210,8 @@ def _typed(setting: Setting, value: Any) -> Any:
     if kind is dict:
         if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
             return tuple(sorted(value.items()))
-        if isinstance(value, tuple | list) and all(len(pair) == 2 for pair in value):
+        pairs = isinstance(value, tuple | list)
+        if pairs and all(isinstance(p, tuple | list) and len(p) == 2 for p in value):
             return tuple(sorted((str(k), v) for k, v in value))
         return _INVALID
     if not _is_number(value):
@@ -547,7 +549,14 @@ def build_config(values: Mapping[str, Any], seed: int = 0, nodes: int | None = N
     own = {s.field: given[s.name] for s in SETTINGS if s.group is None}
     scale = _autoscale(given)
     reach = scale.max_nodes if scale is not None else nodes
-    return SimConfig(**own, failures=_failures(given, seed, reach), autoscale=scale)
+    failures = _failures(given, seed, reach)
+    if failures is None:  # no FailureModel checks them: an out-of-range value is still wrong
+        for s in SETTINGS:
+            if s.group == "failures" and not s.in_range(given[s.name]):
+                raise InputError(
+                    s.flag, f"invalid value {given[s.name]!r}; expected {s.expected()}"
+                )
+    return SimConfig(**own, failures=failures, autoscale=scale)
 
 
 def _failures(given: dict[str, Any], seed: int, nodes: int | None) -> FailureModel | None:
@@ -571,14 +580,32 @@ def _failures(given: dict[str, Any], seed: int, nodes: int | None) -> FailureMod
     )
 
 
+AUTOSCALER_SETTINGS = ("autoscaler", "autoscaler_params", "startup_delay", "node_price")
+"""Settings of the autoscaler that only mean something with --min-nodes and --max-nodes."""
+
+
+def _given_text(declared: Setting, value: Any) -> str:
+    """A setting as given, for an error: ``--autoscaler search``, ``--param autoscaler.*``."""
+    if declared.name == "autoscaler_params":
+        return "--param autoscaler.KEY=VALUE"
+    return f"{declared.flag} {value:g}" if isinstance(value, float) else f"{declared.flag} {value}"
+
+
 def _autoscale(given: dict[str, Any]) -> AutoscaleConfig | None:
     """The autoscaling settings of resolved settings, or None for a fixed cluster."""
     low, high = given["min_nodes"], given["max_nodes"]
     if (low is None) != (high is None):
         raise InputError("--min-nodes" if low is None else "--max-nodes", "give both or neither")
-    if low is None:
-        if given["autoscaler_params"] or given["node_price"] is not None:
-            raise InputError("--min-nodes", "autoscaler settings need --min-nodes and --max-nodes")
+    if low is None:  # a fixed cluster: a setting of the autoscaler would be silently unused
+        unused = [BY_NAME[n] for n in AUTOSCALER_SETTINGS if given[n] != BY_NAME[n].default]
+        if unused:
+            first = unused[0]
+            raise InputError(
+                first.flag if first.option else "--param",
+                f"{_given_text(first, given[first.name])} sets the autoscaler, and autoscaler "
+                "settings need --min-nodes and --max-nodes (a cluster file's node-group bounds "
+                "apply only within them): without them the cluster is fixed",
+            )
         return None
     return AutoscaleConfig(
         low,

@@ -871,6 +871,7 @@ def _smaller_cases() -> list[Case]:
 
 def all_cases(bases: Path) -> list[Case]:
     """Every hostile case, in a fixed order."""
+    from hostile_experiments import experiment_cases  # it builds on this module's helpers
     from hostile_inputs import input_cases  # it builds on this module's Case and helpers
 
     return [
@@ -882,6 +883,7 @@ def all_cases(bases: Path) -> list[Case]:
         *_guard_cases(),
         *_smaller_cases(),
         *input_cases(),
+        *experiment_cases(bases),
     ]
 
 

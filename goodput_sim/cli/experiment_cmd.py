@@ -57,6 +57,11 @@ def _seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
+def _number(value: float) -> str:
+    """A value to two decimals, ``-`` when it is not a number."""
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
 def _hours(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{seconds / 3600:.2f}"
 
@@ -190,9 +195,13 @@ def limited_adaptivity_cmd(
 ) -> None:
     """Average JCT and makespan of each policy as a growing share of jobs is rigid (or
     strong-scaling), the Sia paper's limited-adaptivity experiment."""
+    from goodput_sim.api import checked_output_path
     from goodput_sim.experiments.limited_adaptivity import run_limited_adaptivity
     from goodput_sim.policies import policy_names
 
+    out = checked_output_path(out, "--out")
+    if out.exists() and not out.is_dir():
+        raise InputError("--out", f"{out} is a file, expected a results folder")
     files = _workload_files(workloads)
     try:
         values = tuple(parse_float(s) for s in shares.split(",") if s.strip())
@@ -217,11 +226,11 @@ def limited_adaptivity_cmd(
     click.echo(
         f"{'policy':<10} {'share':>5} {'avg JCT h':>9} {'vs 0%':>7} {'makespan h':>10} {'vs 0%':>7}"
     )
-    for row in report.itertuples():
+    for row in report.itertuples():  # '-': no finished job, or no share 0 to compare with
         click.echo(
-            f"{row.policy:<10} {row.share:>5.0%} {row.avg_jct_h:>9.2f} "
-            f"{row.avg_jct_h_vs_adaptive:>7.2f} {row.makespan_h:>10.2f} "
-            f"{row.makespan_h_vs_adaptive:>7.2f}"
+            f"{row.policy:<10} {row.share:>5.0%} {_number(row.avg_jct_h):>9} "
+            f"{_number(row.avg_jct_h_vs_adaptive):>7} {_number(row.makespan_h):>10} "
+            f"{_number(row.makespan_h_vs_adaptive):>7}"
         )
     click.echo(f"\nreport.csv and every run: {out}")
 

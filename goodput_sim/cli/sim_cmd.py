@@ -704,7 +704,7 @@ def sweep_cmd(
     """Run a resumable grid of runs: an EXPERIMENT file (policies x workloads x loads x seeds x
     clusters x intervals; see configs/), or --policies x --workloads x --seeds. Finished runs
     in --out are kept, so an interrupted sweep picks up where it stopped."""
-    from goodput_sim.experiments.sweep import run_grid, sweep
+    from goodput_sim.experiments.sweep import run_grid, sweep, sweep_table
 
     if experiment is not None:
         from goodput_sim.experiments.grid import load_experiment
@@ -781,10 +781,8 @@ def sweep_cmd(
             progress=not quiet,
             max_runs=max_runs,
         )
-    index = ["load", "workload"] if table["load"].nunique() > 1 else ["workload"]
-    index += ["variant"] if "variant" in table.columns else []
-    pivot = table.pivot_table(index=index, columns="policy", values="avg_jct") / 3600
-    click.echo("average JCT (hours; mean over seeds and variants)")
+    pivot = sweep_table(table)
+    click.echo("average JCT (hours; mean over seeds)")
     click.echo(pivot.round(2).to_string())
     click.echo(
         f"\n{len(table)} runs -> {out / 'summary.csv'}; statistics: goodput-sim report {out}"
@@ -803,11 +801,11 @@ def default_folder(kind: str, workload: str | Path, identity: object) -> Path:
     """``results/<kind>-<workload>-<hash>``: the hash names everything the results depend on
     (``identity``), so a different run never meets a folder it may not write. A folder taken
     by an earlier run of the same identity gets a number (``-2``, ``-3``...) instead."""
+    from goodput_sim.experiments.sweep import bounded_name
+
     text = json.dumps(identity, sort_keys=True, default=repr)
-    base = (
-        Path("results")
-        / f"{kind}-{Path(workload).stem}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-    )
+    head = bounded_name(f"{kind}-{Path(workload).stem}", 220)  # room for -2 and .replaced
+    base = Path("results") / f"{head}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
     candidate, number = base, 1
     while candidate.exists() and any(candidate.iterdir()):
         number += 1

@@ -151,6 +151,8 @@ def summary_table(runs: pd.DataFrame, price: float | None = None) -> pd.DataFram
                     "rule": first["rule"] if not first["fixed"] else "",
                     "cluster": first["shape"],
                     "n": len(part),
+                    "node_hours_n": hours[3],
+                    "avg_jct_n": jct[3],
                     "node_hours": hours[0],
                     "node_hours_ci_low": hours[1],
                     "node_hours_ci_high": hours[2],
@@ -192,6 +194,7 @@ def paired_table(runs: pd.DataFrame) -> pd.DataFrame:
                         "jct_change": jct[1],
                         "jct_change_ci_low": jct[2],
                         "jct_change_ci_high": jct[3],
+                        "node_hours_n": hours[0],
                         "node_hours_change": hours[1],
                         "node_hours_change_ci_low": hours[2],
                         "node_hours_change_ci_high": hours[3],
@@ -302,8 +305,10 @@ def markdown(report: CostJctReport) -> str:
         cells = [
             r.policy,
             f"{r.variant} ({name})",
-            format_interval(r.node_hours, r.node_hours_ci_low, r.node_hours_ci_high, r.n, 1),
-            format_interval(r.avg_jct_s, r.avg_jct_ci_low_s, r.avg_jct_ci_high_s, r.n, 1),
+            format_interval(
+                r.node_hours, r.node_hours_ci_low, r.node_hours_ci_high, r.node_hours_n, 1
+            ),
+            format_interval(r.avg_jct_s, r.avg_jct_ci_low_s, r.avg_jct_ci_high_s, r.avg_jct_n, 1),
         ]
         cells += [format_value(r.cost, 1)] if priced else []
         lines.append("| " + " | ".join([*cells, str(r.unfinished)]) + " |")
@@ -319,7 +324,10 @@ def markdown(report: CostJctReport) -> str:
         for r in report.paired.itertuples(index=False):
             jct = format_change(r.jct_change, r.jct_change_ci_low, r.jct_change_ci_high, r.n)
             hours = format_change(
-                r.node_hours_change, r.node_hours_change_ci_low, r.node_hours_change_ci_high, r.n
+                r.node_hours_change,
+                r.node_hours_change_ci_low,
+                r.node_hours_change_ci_high,
+                r.node_hours_n,
             )
             lines.append(f"| {r.policy} | {r.rule} | {r.versus} | {jct} | {hours} |")
     if not report.equal.empty:

@@ -68,12 +68,14 @@ def read_failure_runs(folder: Path) -> pd.DataFrame:
     settings = [settings_of(path, text) for text in runs["settings"]]
     own = [{k: v for k, v in s.items() if is_failure_setting(k)} for s in settings]
     other = [{k: v for k, v in s.items() if not is_failure_setting(k)} for s in settings]
+    clusters = runs["cluster"].astype(str)
+    if "gpu_types" in runs and runs["gpu_types"].nunique() > 1:  # one shape, two GPU types
+        clusters = clusters + " " + runs["gpu_types"].astype(str)
     runs = runs.assign(
         condition=[condition_label(s) for s in own],
         failing=[any(s.get(c) is not None for c in CAUSES) for s in own],
         context=[
-            f"{c} {json.dumps(o, sort_keys=True)}"
-            for c, o in zip(runs["cluster"], other, strict=True)
+            f"{c} {json.dumps(o, sort_keys=True)}" for c, o in zip(clusters, other, strict=True)
         ],
         sample=[sample_name(row) for row in runs[list(SAMPLE)].itertuples(index=False)],
     )
@@ -104,7 +106,7 @@ def slowdown_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "policy": policy,
                     "context": context,
                     "condition": condition,
-                    "n": len(cell),
+                    "n": jct[3],  # runs with an average JCT (some job finished)
                     "avg_jct_s": jct[0],
                     "avg_jct_ci_low_s": jct[1],
                     "avg_jct_ci_high_s": jct[2],

@@ -20,11 +20,11 @@
 Every setting of ``goodput-sim run`` (its option names with underscores, and
 ``autoscaler_params``) may be given; a list makes it an axis. Relative paths are read from the
 experiment file's folder. Every key is checked before any run starts; an error names the file
-and the key.
+and the key. A key written twice in one mapping is refused (YAML would keep only the last).
 
 ``variants`` holds alternatives that are not a product of axes, such as fixed clusters of
-several sizes beside autoscaled ones. Each label (letters, digits, ``.``, ``_``, ``-``) names a
-bundle of ``cluster`` and settings, one value each; the variants form one axis of the grid, and
+several sizes beside autoscaled ones. Each label (1-100 letters, digits, ``.``, ``_``, ``-``)
+names a bundle of ``cluster`` and settings, one value each; the variants form one axis, and
 what a variant sets replaces ``clusters`` and those ``settings`` for its runs (the other axes
 still apply). The label fills the ``variant`` column of ``summary.csv`` and names the run
 folders; two variants that would make the same run are refused. Without ``variants`` nothing
@@ -243,9 +243,26 @@ def _workloads(path: Path, here: Path, entries: list) -> list[WorkloadSource]:
     return sources
 
 
+def _as_text(value: object) -> str:
+    """A hint for a number YAML read as text: YAML 1.1 reads ``1e9`` and ``1e-3`` as strings (a
+    float needs a decimal point, and its exponent a sign: ``1.0e+9``)."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    mantissa, e, exponent = value.strip().lower().partition("e")
+    if not math.isfinite(number) or not e:
+        return ""
+    mantissa += "" if "." in mantissa else ".0"
+    exponent = exponent if exponent[:1] in "+-" else "+" + exponent
+    return f" (YAML reads {value} as text; write {mantissa}e{exponent})"
+
+
 def _number(path: Path, key: str, value: object, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(path, f"expected numbers, found {value!r}", f"key {key}")
+        raise InputError(path, f"expected numbers, found {value!r}{_as_text(value)}", f"key {key}")
     if positive and not value > 0:
         raise InputError(path, f"expected positive numbers, found {value!r}", f"key {key}")
     return float(value)
@@ -265,7 +282,9 @@ def _load(path: Path, value: object) -> float:
         return check_load(value)
     except InputError:
         raise InputError(
-            path, f"expected loads in (0, {MAX_LOAD:g}], found {value!r}", "key loads"
+            path,
+            f"expected loads in (0, {MAX_LOAD:g}], found {value!r}{_as_text(value)}",
+            "key loads",
         ) from None
 
 
@@ -295,7 +314,7 @@ def _cluster(path: Path, here: Path, value: object) -> ClusterSpec:
 def _profiles(path: Path, here: Path, value: object) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not (here / value).exists():
+    if not isinstance(value, str) or not value.strip() or not (here / value).exists():
         raise InputError(path, f"no profiles at {value!r}", "key profiles")
     return str(here / value)
 
@@ -321,11 +340,17 @@ def _settings(path: Path, here: Path, settings: object) -> dict[str, list[Any]]:
             raise InputError(path, "is an empty axis: give at least one value", where)
         if len(values) != len({repr(v) for v in values}):
             raise InputError(path, "lists a value twice", where)
-        try:
-            out[key] = [BY_NAME[key].convert(_located(here, key, v)) for v in values]
-        except InputError as error:
-            raise InputError(path, error.problem, where) from None
+        out[key] = [_converted(path, here, key, v, where) for v in values]
     return out
+
+
+def _converted(path: Path, here: Path, key: str, value: object, where: str) -> Any:
+    """One value of setting ``key``, converted and checked (an error naming ``where``)."""
+    try:
+        return BY_NAME[key].convert(_located(here, key, value))
+    except InputError as error:
+        hint = _as_text(value) if BY_NAME[key].kind in (int, float) else ""
+        raise InputError(path, error.problem + hint, where) from None
 
 
 def _located(here: Path, key: str, value: object) -> object:
@@ -363,11 +388,15 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
     known = ["cluster", *SETTINGS]
     out = []
     for label, bundle in value.items():
-        where = f"key variants.{label}"
-        if not isinstance(label, str) or not LABEL.match(label):
+        where = f"key variants.{_shown(label)}"
+        if not isinstance(label, str) or not LABEL.fullmatch(label):
             raise InputError(
-                path, "a label must be letters, digits, '.', '_' or '-' (quote numbers)", where
+                path,
+                "a label must be 1-100 letters, digits, '.', '_' or '-', starting with a "
+                "letter or digit (quote numbers)",
+                where,
             )
+        where = f"key variants.{label}"
         if bundle is None:
             bundle = {}
         if not isinstance(bundle, dict):
@@ -386,14 +415,17 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
             cluster = _variant_cluster(path, here, bundle["cluster"], f"{where}.cluster")
         settings = {}
         for key, item in bundle.items():
-            if key == "cluster":
-                continue
-            try:
-                settings[key] = BY_NAME[key].convert(_located(here, key, item))
-            except InputError as error:
-                raise InputError(path, error.problem, f"{where}.{key}") from None
+            if key != "cluster":
+                settings[key] = _converted(path, here, key, item, f"{where}.{key}")
         out.append(Variant.of(label, cluster, **settings))
     return out
+
+
+def _shown(label: object) -> str:
+    """A label as an error shows it: on one line, at most 40 characters and an ellipsis."""
+    text = str(label)
+    text = text if len(text) <= 40 else text[:40] + "..."
+    return text if text.isprintable() else repr(text)
 
 
 def _variant_cluster(path: Path, here: Path, value: object, where: str) -> ClusterSpec:

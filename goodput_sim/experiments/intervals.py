@@ -117,17 +117,19 @@ def seeded_rng(*names: object) -> np.random.Generator:
     return np.random.default_rng([BOOTSTRAP_SEED, zlib.crc32(text.encode())])
 
 
-def mean_interval(values: np.ndarray, *names: object) -> tuple[float, float, float]:
-    """(mean, low, high) of ``values`` with a 95% bootstrap interval; NaN bounds below
-    :data:`MIN_SAMPLES` values."""
+def mean_interval(values: np.ndarray, *names: object) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) of ``values`` with a 95% bootstrap interval, over the ``n`` finite
+    ones (a run with no finished job has no average JCT: it is not a sample of the mean); NaN
+    bounds below :data:`MIN_SAMPLES` values."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
-    if not len(values):
-        return math.nan, math.nan, math.nan
-    if len(values) < MIN_SAMPLES:
-        return float(values.mean()), math.nan, math.nan
+    n = int(len(values))
+    if not n:
+        return math.nan, math.nan, math.nan, 0
+    if n < MIN_SAMPLES:
+        return float(values.mean()), math.nan, math.nan, n
     low, high = bootstrap_mean_ci(values, seeded_rng(*names))
-    return float(values.mean()), low, high
+    return float(values.mean()), low, high, n
 
 
 def change_interval(ours: np.ndarray, theirs: np.ndarray, *names: object) -> tuple:

@@ -7,7 +7,8 @@ summary.json; the jobs as workload.csv when they were drawn for the run) atomica
 run's key (``spec.run_key``, a content hash of everything the run reads). A resumed sweep reuses
 a folder only when its key is the requested run's, so it picks up where it stopped and redoes
 exactly the runs whose inputs changed; ``summary.csv`` collects all runs. Results do not depend
-on the number of processes: each run is a pure function of its inputs.
+on the number of processes: each run is a pure function of its inputs. A group folder's name
+longer than a file name may be keeps its head and a hash of the whole (:func:`bounded_name`).
 
 A grid may also have *variants*: named bundles of a cluster and engine settings that are not a
 product of axes (fixed clusters of several sizes beside autoscaled ones). Each variant is one
@@ -69,8 +70,25 @@ from goodput_sim.units import manifest_units
 
 DEFAULT_CLUSTER = "16x4"
 DEFAULT_INTERVAL = 60.0
-LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""A variant's label: folder-safe (letters, digits, '.', '_', '-'; not starting with a dot)."""
+LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+"""A variant's label: folder-safe (letters, digits, '.', '_', '-'; not starting with a dot), at
+most 100 characters, as an experiment's name."""
+MAX_NAME_BYTES = 255
+"""The longest file or folder name (Linux's NAME_MAX)."""
+_DIGEST = 16  # hex digits of the hash that stands for a shortened name's tail
+
+
+def bounded_name(name: str, limit: int = MAX_NAME_BYTES, suffix: str = "") -> str:
+    """``name + suffix`` as a file or folder name of at most ``limit`` bytes: as it is when it
+    fits, else the head of ``name`` that fits, ``~`` and 16 hex digits of the sha256 of the whole
+    ``name`` (readable, and two names sharing a head stay apart), then ``suffix``."""
+    if len((name + suffix).encode()) <= limit:
+        return name + suffix
+    room = limit - len(suffix.encode()) - 1 - _DIGEST
+    if room < 1:
+        raise ValueError(f"no name fits in {limit} bytes with the suffix {suffix!r}")
+    head = name.encode()[:room].decode(errors="ignore")
+    return f"{head}~{hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -87,9 +105,12 @@ class Variant:
     def of(cls, label: str, cluster: ClusterSpec | str | None = None, **settings: Any) -> Variant:
         """A variant from plain values: the label checked, the cluster parsed, every setting
         converted and checked against its declaration (``InputError`` naming the variant)."""
-        if not isinstance(label, str) or not LABEL.match(label):
+        if not isinstance(label, str) or not LABEL.fullmatch(label):
+            shown = label if not isinstance(label, str) or len(label) <= 40 else label[:40] + "..."
             raise InputError(
-                "variants", f"label {label!r} must be letters, digits, '.', '_' or '-'"
+                "variants",
+                f"label {shown!r} must be 1-100 letters, digits, '.', '_' or '-' (starting "
+                "with a letter or digit)",
             )
         if "interval" in settings:
             raise InputError(f"variants.{label}", "the interval is swept by intervals")
@@ -155,7 +176,7 @@ class SweepTask:
         for setting_name, value in self.settings:
             if setting_name not in own:
                 group += f"-{setting_name}={_folder_text(setting_name, value)}"
-        return out / group / f"{name}-seed{self.seed}"
+        return out / bounded_name(group) / f"{name}-seed{self.seed}"
 
 
 def cluster_label(cluster: ClusterSpec) -> str:
@@ -533,11 +554,23 @@ def _workload_content(
     return content, largest
 
 
+MAX_PATH_BYTES = 4096
+"""The longest path a system call takes (Linux's PATH_MAX)."""
+
+
 def _check_folders(tasks: list[SweepTask], out: Path) -> None:
-    """Refuse a grid in which two different runs would write one folder."""
+    """Refuse a grid in which two different runs would write one folder, or a run folder
+    whose path (with the ``.replaced`` a rerun gives it for a moment) is too long to write."""
     seen: dict[Path, str] = {}
     for task in tasks:
         folder = task.folder(out)
+        longest = len(str(folder).encode()) + len(".replaced")
+        if longest >= MAX_PATH_BYTES:
+            raise InputError(
+                "--out",
+                f"its run folders would have paths of {longest} bytes, more than the "
+                f"{MAX_PATH_BYTES - 1} a path may have; give a shorter --out",
+            )
         if seen.setdefault(folder, task.key) != task.key:
             raise InputError(
                 "--out",
@@ -562,6 +595,44 @@ def _finished_row(task: SweepTask, out: Path) -> dict | None:
     if not isinstance(row, dict) or "avg_jct" not in row or row.get("stopped"):
         return None  # unreadable, or stopped by a guard: redone
     return row if row.get("run_key") == task.key else None
+
+
+TABLE_CONDITIONS = ("load", "workload", "variant", "cluster", "gpu_types", "interval", "settings")
+"""What tells a sweep's conditions apart in its table (each shown where it takes more than one
+value; the workload always): two clusters of one shape and different GPU types are two rows."""
+
+
+def sweep_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Average JCT in hours, a row per condition (:data:`TABLE_CONDITIONS`) and a column per
+    policy (with its agent and parameters where one policy runs with several); the mean over
+    seeds, nothing else pooled."""
+    frame = table.copy()
+    index = [c for c in TABLE_CONDITIONS if c in frame and (c == "workload" or _varies(frame[c]))]
+    for c in index:
+        if frame[c].dtype == object:  # a blank cell is a value too, not a row to drop
+            frame[c] = frame[c].fillna("-").astype(str)
+    frame["policy"] = _policy_labels(frame)
+    return frame.pivot_table(index=index, columns="policy", values="avg_jct") / 3600
+
+
+def _varies(column: pd.Series) -> bool:
+    return column.astype(str).nunique() > 1
+
+
+def _policy_labels(frame: pd.DataFrame) -> list[str]:
+    """Each row's policy, with ``agent=...`` and ``params=...`` where that policy's runs differ
+    in them."""
+    labels = frame["policy"].astype(str).tolist()
+    for name in ("agent", "params"):
+        if name not in frame:
+            continue
+        values = frame[name].astype(str)
+        differing = {p for p, part in values.groupby(frame["policy"]) if part.nunique() > 1}
+        labels = [
+            f"{label} {name}={value}" if policy in differing else label
+            for label, policy, value in zip(labels, frame["policy"], values, strict=True)
+        ]
+    return labels
 
 
 def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:

@@ -54,6 +54,9 @@ def draw(
     if over_time and not data.rounds:
         raise InputError(data.folder, "has no rounds.csv to draw over time")
     name = policy or next(iter(data.rounds), None)
+    if name not in data.rounds:  # a policy's name stands for its one run ("fifo (stopped early)")
+        labels = data.runs.loc[data.runs["policy"] == name, "label"].tolist()
+        name = labels[0] if len(labels) == 1 and labels[0] in data.rounds else name
     if kind in ("timeline", "jobs") and name not in data.rounds:
         raise InputError("--policy", f"no results of {name!r}; found {sorted(data.rounds)}")
     chosen = _jobs(data, name, jobs) if kind == "jobs" else []

@@ -185,7 +185,8 @@ def avg_jct_bars(
             textcoords="offset points",
             fontsize="small",
         )
-    ax.set_ylim(0, 1.15 * max(float(np.nanmax(tops)) if len(names) else 0.0, 1e-9))
+    finite = np.asarray(tops, dtype=float)[np.isfinite(tops)]  # none: no run finished a job
+    ax.set_ylim(0, 1.15 * max(float(finite.max()) if finite.size else 0.0, 1e-9))
     ax.set_xticks(x, ["\n".join(textwrap.wrap(n, 14)) for n in names])
     ax.set_ylabel("average JCT (hours)")
     ax.set_xlabel("policy")

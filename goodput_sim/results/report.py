@@ -72,7 +72,10 @@ class Results:
         names = workloads if len(workloads) <= 3 else [f"{len(workloads)} workloads"]
         seeds = self.runs["seed"].nunique()
         loads = "/".join(f"{x:g}" for x in sorted(set(self.runs["load"])))
-        clusters = "/".join(sorted(set(self.runs["cluster"].astype(str))))
+        shapes = self.runs["cluster"].astype(str)
+        if "gpu_types" in self.runs and self.runs["gpu_types"].nunique() > 1:
+            shapes = shapes + " " + self.runs["gpu_types"].astype(str)  # one shape, two types
+        clusters = "/".join(sorted(set(shapes)))
         return (
             f"{', '.join(names)} x {seeds} seed(s), load {loads}, {clusters} GPUs, "
             f"{', '.join(self.labels)}"
@@ -101,11 +104,16 @@ def _sweep(folder: Path) -> Results:
     return Results(folder, "sweep", runs)
 
 
+CONDITION_COLUMNS = ("variant", "cluster", "gpu_types", "interval")
+"""Columns of a sweep's summary that tell its conditions apart (with each engine setting):
+two clusters of one shape and different GPU types are different conditions."""
+
+
 def _sweep_conditions(runs: pd.DataFrame) -> pd.DataFrame:
-    """What makes a sweep's cell besides its policy and load: the variant, cluster, interval
-    and each engine setting (from the ``settings`` column's JSON). Workloads and seeds are the
-    replicates pooled within a cell."""
-    columns = {c: runs[c].astype(str) for c in ("variant", "cluster", "interval") if c in runs}
+    """What makes a sweep's cell besides its policy and load: the variant, cluster and its GPU
+    types, interval and each engine setting (from the ``settings`` column's JSON). Workloads
+    and seeds are the replicates pooled within a cell."""
+    columns = {c: runs[c].astype(str) for c in CONDITION_COLUMNS if c in runs}
     settings = [_settings_of(text) for text in runs.get("settings", pd.Series("{}", runs.index))]
     for name in sorted({k for given in settings for k in given}):
         columns[name] = pd.Series([given.get(name, "default") for given in settings], runs.index)
@@ -193,6 +201,7 @@ def _comparison(folder: Path) -> Results:
             "load": float(source.get("load", 1.0)) if isinstance(source, dict) else 1.0,
             "seed": manifest.get("seed", 0),
             "cluster": str(cluster),
+            "gpu_types": "+".join(g.gpu_type for g in cluster.groups),
         }
         conditions.append({**unit, **settings})
         rows.append(
@@ -422,8 +431,10 @@ def report_text(results: Results, baselines: Baselines) -> str:
         ci = interval_text(row.ci_low_s / 3600, row.ci_high_s / 3600, row.n, "{:.2f}")
         lines.append(
             f"{row.load:>5g} {row.policy:<{wide}} {row.runs:>4} "
-            f"{row.avg_jct_s / 3600:>15.2f} {ci:>18} {row.p95_jct_s / 3600:>8.2f} "
-            f"{row.makespan_s / 3600:>12.2f} {row.gpu_utilization:>8.1%} {row.unfinished:>10} "
+            f"{statistic_text(row.avg_jct_s / 3600, '.2f'):>15} {ci:>18} "
+            f"{statistic_text(row.p95_jct_s / 3600, '.2f'):>8} "
+            f"{statistic_text(row.makespan_s / 3600, '.2f'):>12} "
+            f"{statistic_text(row.gpu_utilization, '.1%'):>8} {row.unfinished:>10} "
             f"{statistic_text(row.ftf_rho_max, '.2f'):>9} "
             f"{statistic_text(row.ftf_unfair_fraction, '.0%'):>6}"
         )

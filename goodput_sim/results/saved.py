@@ -212,7 +212,7 @@ def _checked(cells: pd.Series, column: Column, path: Path, name: str) -> pd.Seri
         bad = value.isna()
     elif column.kind == "allocations":
         value = cells
-        bad = ~blank & ~text.map(_allocations_ok)
+        bad = ~blank & ~text.map(_allocations_ok).astype(bool)
     else:
         value = pd.to_numeric(text.where(~blank), errors="coerce")
         finite = value.map(lambda x: math.isfinite(x) if x == x else False)
