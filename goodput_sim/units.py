@@ -73,6 +73,7 @@ SUMMARY = {
     "node_failures": "count",
     "node_hours_failed": "node-h under repair",
     "lost_gpu_hours": "GPU-h of training undone by failures",
+    "job_crashes": "count of job crashes (runs where jobs can crash)",
     "cost": "node_hours x --node-price, or each group's node-h x its price (empty without one)",
     "node_hours_on_demand": "node-h paid of on-demand groups (clusters with prices or spot)",
     "node_hours_spot": "node-h paid of preemptible groups, not while reclaimed (as above)",

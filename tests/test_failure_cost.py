@@ -122,3 +122,23 @@ def test_the_failure_experiment_file_is_the_issues_grid():
     assert spec.settings["job_crash_hours"] == [None, 12.0]
     assert len(spec.seeds) == 3 and len(spec.workloads) * len(spec.seeds) >= 5
     assert spec.runs == 144
+
+
+def test_profile_crashes_are_failures_and_crashes_false_is_the_baseline(tmp_path):
+    """Jobs whose profiles set crash_hours crash with no failure setting: such runs are a
+    condition of their own ("profile crashes"), set against runs with ``crashes: false``; a
+    sweep with no run free of them is refused in one line saying how to make one."""
+    rows = []
+    for seed in range(6):
+        crashed = _row("fifo", {}, seed, 1100.0 + seed) | {"job_crashes": 4}
+        rows += [crashed, _row("fifo", {"crashes": False}, seed, 1000.0 + seed)]
+    folder = tmp_path / "s"
+    folder.mkdir()
+    pd.DataFrame(rows).to_csv(folder / "summary.csv", index=False)
+    runs = read_failure_runs(folder)
+    assert set(runs["condition"]) == {"profile crashes", NONE}
+    assert runs.loc[runs["condition"] == NONE, "settings"].str.contains("crashes").all()
+    only_crashed = pd.DataFrame(rows[::2])
+    only_crashed.to_csv(folder / "summary.csv", index=False)
+    with pytest.raises(Exception, match="crashes: false"):
+        read_failure_runs(folder)

@@ -44,12 +44,18 @@ NONE = "no failures"
 
 def is_failure_setting(name: str) -> bool:
     """Settings that make a condition: the failure group's and the checkpoints'."""
-    return name in CHECKPOINTS or (name in BY_NAME and BY_NAME[name].group == "failures")
+    return (
+        name in CHECKPOINTS
+        or name == "crashes"
+        or (name in BY_NAME and BY_NAME[name].group == "failures")
+    )
 
 
-def condition_label(settings: dict) -> str:
-    """A condition's name, e.g. ``mtbf=12 h, crashes every 12 h``; ``no failures``."""
-    parts = []
+def condition_label(settings: dict, crashed: bool = False) -> str:
+    """A condition's name, e.g. ``mtbf=12 h, crashes every 12 h``; ``no failures``. A run
+    whose jobs crashed by their profiles' own ``crash_hours`` (``crashed``) is no run without
+    failures."""
+    parts = ["profile crashes"] if crashed and settings.get("job_crash_hours") is None else []
     if settings.get("mtbf") is not None:
         parts.append(f"MTBF {settings['mtbf']:g} h")
     if settings.get("failure_trace") is not None:
@@ -58,7 +64,8 @@ def condition_label(settings: dict) -> str:
         parts.append(f"crashes every {settings['job_crash_hours']:g} h")
     rest = {k: v for k, v in settings.items() if k not in CAUSES}
     parts += [f"{k}={v}" for k, v in sorted(rest.items())]
-    return ", ".join(parts) if any(settings.get(c) is not None for c in CAUSES) else NONE
+    failing = crashed or any(settings.get(c) is not None for c in CAUSES)
+    return ", ".join(parts) if failing else NONE
 
 
 def read_failure_runs(folder: Path) -> pd.DataFrame:
@@ -71,9 +78,15 @@ def read_failure_runs(folder: Path) -> pd.DataFrame:
     clusters = runs["cluster"].astype(str)
     if "gpu_types" in runs and runs["gpu_types"].nunique() > 1:  # one shape, two GPU types
         clusters = clusters + " " + runs["gpu_types"].astype(str)
+    # Profiles may crash jobs with no failure setting at all (``job_crashes`` in the summary).
+    crashes = runs["job_crashes"] if "job_crashes" in runs else pd.Series(0, index=runs.index)
+    crashed = (pd.to_numeric(crashes, errors="coerce").fillna(0) > 0).tolist()
     runs = runs.assign(
-        condition=[condition_label(s) for s in own],
-        failing=[any(s.get(c) is not None for c in CAUSES) for s in own],
+        condition=[condition_label(s, c) for s, c in zip(own, crashed, strict=True)],
+        failing=[
+            c or any(s.get(k) is not None for k in CAUSES)
+            for s, c in zip(own, crashed, strict=True)
+        ],
         context=[
             f"{c} {json.dumps(o, sort_keys=True)}" for c, o in zip(clusters, other, strict=True)
         ],
@@ -82,7 +95,11 @@ def read_failure_runs(folder: Path) -> pd.DataFrame:
     cell = ["policy", "context", "condition", "sample"]
     refuse_repeats(path, runs, cell, ["policy", "condition", "sample"])
     if not (~runs["failing"]).any():
-        raise InputError(path, "has no run without failures to set the others against")
+        raise InputError(
+            path,
+            "has no run without failures to set the others against (jobs whose profiles set "
+            "crash_hours crash in every run: give the baseline crashes: false)",
+        )
     return runs
 
 

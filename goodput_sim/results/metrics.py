@@ -62,6 +62,7 @@ def summarize(jobs: pd.DataFrame, total_gpus: int) -> dict[str, float | int]:
             f"avg_jct_{app}": float(part.mean()) for app, part in done.groupby("application")["jct"]
         },
         **_seed_objectives(done),
+        **({"job_crashes": int(jobs["crashes"].sum())} if "crashes" in jobs else {}),
     }
 
 
