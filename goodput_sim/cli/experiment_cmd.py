@@ -9,6 +9,7 @@ import click
 
 from goodput_sim import jsonio
 from goodput_sim.cli import main, profiles_option
+from goodput_sim.cli.numbers import Int
 from goodput_sim.errors import InputError
 from goodput_sim.usertext import parse_float, parse_int
 
@@ -96,7 +97,7 @@ def _workload_files(workloads: tuple[Path, ...]) -> list[Path]:
 @cluster_option
 @click.option("--agents", default=None, help="Comma-separated agent labels (default: all).")
 @click.option("--schedulers", default=None, help="Comma-separated schedulers (default: all).")
-@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--workers", type=Int(1, 64), default=2, show_default=True)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -182,8 +183,8 @@ def batch_rules_cmd(
     help="The category given to a share of the jobs.",
 )
 @click.option("--shares", default="0,0.25,0.5,0.75,1", show_default=True)
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--seed", type=Int(0), default=0, show_default=True)
+@click.option("--workers", type=Int(1, 64), default=2, show_default=True)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),

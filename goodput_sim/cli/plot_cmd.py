@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from goodput_sim.cli import force_option, main, writable_file, writing
+from goodput_sim.cli.numbers import Float
 from goodput_sim.errors import InputError
 from goodput_sim.results.figures import RUN_KINDS, SWEEP_KINDS
 
@@ -29,7 +30,7 @@ FORMATS = (".png", ".svg", ".pdf")  # what matplotlib writes that a paper takes
     default=None,
     help="Comma-separated job names for --kind jobs [default: the three longest].",
 )
-@click.option("--load", type=float, default=None, help="The load a sweep's bars figure draws.")
+@click.option("--load", type=Float(), default=None, help="The load a sweep's bars figure draws.")
 @click.option(
     "-o",
     "--output",

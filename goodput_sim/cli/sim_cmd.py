@@ -29,6 +29,7 @@ from goodput_sim.api import (
     write_run,
 )
 from goodput_sim.cli import main, profiles_option
+from goodput_sim.cli.numbers import Float, Int
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
 from goodput_sim.results.metrics import run_summary
@@ -76,7 +77,7 @@ def _setting_option(setting: Setting):
     elif setting.words:
         kind = str  # a number or one of its words, converted with the setting's checks
     else:
-        kind = setting.kind
+        kind = {int: Int(), float: Float()}.get(setting.kind, setting.kind)
     return click.option(
         setting.flag,
         type=kind,
@@ -222,7 +223,7 @@ def _common(func):
         _cluster_option,
         click.option(
             "--seed",
-            type=click.IntRange(0, MAX_SEED),
+            type=Int(0, MAX_SEED),
             default=0,
             show_default=True,
             help="Seed for randomised policies.",
@@ -535,7 +536,7 @@ def _compare_and_report(
 )
 @click.option(
     "--workers",
-    type=click.IntRange(1, 64),
+    type=Int(1, 64),
     default=1,
     show_default=True,
     help="Processes to run policies in.",
@@ -558,7 +559,7 @@ def compare_cmd(
 @click.option(
     "--out", type=click.Path(path_type=Path), default=Path("results/demo"), show_default=True
 )
-@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--workers", type=Int(1, 64), default=2, show_default=True)
 @_quiet_option
 def demo_cmd(out: Path, workers: int, quiet: bool) -> None:
     """The main job: all five policies on the bundled default workload, 16x4 cluster (it
@@ -654,9 +655,7 @@ def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
 @_cluster_option
 @_agent_option
 @_param_option
-@click.option(
-    "--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Local processes."
-)
+@click.option("--workers", type=Int(1, 64), default=2, show_default=True, help="Local processes.")
 @click.option(
     "--scheduler",
     default=None,
@@ -678,7 +677,7 @@ def validate_cmd(reference: Path, sia_reference: Path | None) -> None:
 )
 @click.option(
     "--max-runs",
-    type=click.IntRange(1, MAX_GRID_RUNS),
+    type=Int(1, MAX_GRID_RUNS),
     default=DEFAULT_MAX_RUNS,
     show_default=True,
     help="Refuse a grid of more runs than this before any starts (a budget: raise it for a "

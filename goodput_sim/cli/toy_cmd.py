@@ -35,6 +35,7 @@ from pathlib import Path
 import click
 
 from goodput_sim.cli import main, profiles_option
+from goodput_sim.cli.numbers import Int
 from goodput_sim.models import toy
 
 _FORMAT = click.option(
@@ -212,10 +213,10 @@ _TAIL_COLUMNS = ["B_1", "B_tau", "range", "objective", "integer", "static", "vs 
 
 
 @toy_group.command("tail-weighted")
-@click.option("--steps", type=click.IntRange(2, 100_000), default=64, show_default=True)
-@click.option("--static-batch", type=click.IntRange(1), default=16, show_default=True)
-@click.option("--low", type=click.IntRange(1), default=8, show_default=True)
-@click.option("--high", type=click.IntRange(1), default=64, show_default=True)
+@click.option("--steps", type=Int(2, 100_000), default=64, show_default=True)
+@click.option("--static-batch", type=Int(1), default=16, show_default=True)
+@click.option("--low", type=Int(1), default=8, show_default=True)
+@click.option("--high", type=Int(1), default=64, show_default=True)
 @click.option(
     "--seed-setting",
     is_flag=True,

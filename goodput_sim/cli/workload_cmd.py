@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from goodput_sim.cli import force_option, main, writable_file
+from goodput_sim.cli.numbers import Float, Int
 from goodput_sim.errors import InputError
 from goodput_sim.inputs import workload as wl
 from goodput_sim.results.saved import MAX_SEED
@@ -49,25 +50,25 @@ def stats_cmd(philly_csv: Path, output: Path, force: bool) -> None:
     show_default=True,
     help="Named defaults; the options below override them.",
 )
-@click.option("--jobs", type=click.IntRange(1, wl.MAX_GENERATED_JOBS), help="Number of jobs.")
+@click.option("--jobs", type=Int(1, wl.MAX_GENERATED_JOBS), help="Number of jobs.")
 @click.option(
     "--load",
-    type=click.FloatRange(0.01, 100.0),
+    type=Float(0.01, 100.0),
     default=1.0,
     show_default=True,
     help="Arrival rate relative to the preset's, in the same window (jobs x load).",
 )
 @click.option(
     "--hours",
-    type=click.IntRange(1, wl.MAX_GENERATED_HOURS),
+    type=Int(1, wl.MAX_GENERATED_HOURS),
     help="Arrival span in hours (within one day's pattern).",
 )
 @click.option(
     "--days",
-    type=click.IntRange(1, wl.MAX_GENERATED_HOURS // 24),
+    type=Int(1, wl.MAX_GENERATED_HOURS // 24),
     help="Arrival span in days (full 24-hour pattern per day).",
 )
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Random seed.")
+@click.option("--seed", type=Int(0, MAX_SEED), help="Random seed.")
 @click.option(
     "--realistic",
     is_flag=True,
@@ -121,7 +122,7 @@ def generate_cmd(
 
 @workload.command("check")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--max-gpus", type=int, help="Reject jobs asking for more GPUs than this.")
+@click.option("--max-gpus", type=Int(), help="Reject jobs asking for more GPUs than this.")
 def check_cmd(file: Path, max_gpus: int | None) -> None:
     """Validate a workload CSV and print a one-line summary (jobs, span, mix)."""
     df = wl.load_workload(file, applications=wl.TUNED_CONFIGURATIONS, max_gpus=max_gpus)
@@ -131,14 +132,12 @@ def check_cmd(file: Path, max_gpus: int | None) -> None:
 @workload.command("philly")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--start", help="First submission day (e.g. 2017-10-02) [default: the log's first].")
-@click.option("--days", type=float, help="Days of submissions to keep [default: all].")
+@click.option("--days", type=Float(), help="Days of submissions to keep [default: all].")
 @click.option(
     "--realistic", is_flag=True, help="The log's GPU counts, batch = M0 x GPUs (not TunedJobs)."
 )
-@click.option("--max-gpus", type=click.IntRange(1), help="With --realistic, cap GPU counts.")
-@click.option(
-    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the draws."
-)
+@click.option("--max-gpus", type=Int(1), help="With --realistic, cap GPU counts.")
+@click.option("--seed", type=Int(0), default=0, show_default=True, help="Seed of the draws.")
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
 )
@@ -176,7 +175,7 @@ def philly_cmd(
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--rigid",
-    type=click.FloatRange(0, 1),
+    type=Float(0, 1),
     default=0.0,
     show_default=True,
     help="Share of jobs made rigid (their GPUs and batch fixed).",
@@ -184,14 +183,12 @@ def philly_cmd(
 @click.option(
     "--scale-gpus",
     "scale_gpus",
-    type=click.FloatRange(0, 1),
+    type=Float(0, 1),
     default=0.0,
     show_default=True,
     help="Share of jobs made strong-scaling (batch fixed, GPUs chosen up to their request).",
 )
-@click.option(
-    "--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the draws."
-)
+@click.option("--seed", type=Int(0), default=0, show_default=True, help="Seed of the draws.")
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="Workload CSV to write."
 )
