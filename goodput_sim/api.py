@@ -307,6 +307,7 @@ def failure_free(config: SimConfig | None, cluster: ClusterSpec) -> tuple[SimCon
 
 
 MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255  # Linux's PATH_MAX and NAME_MAX
+STAGING_BYTES = len(".replaced")  # the longest suffix a staged write adds to an output's name
 
 
 def checked_output_path(path: str | Path, option: str) -> Path:
@@ -324,6 +325,13 @@ def checked_output_path(path: str | Path, option: str) -> Path:
         len(part.encode()) > MAX_NAME_BYTES for part in text.split("/")
     ):
         raise InputError(option, f"is too long (parts of at most {MAX_NAME_BYTES} bytes)")
+    last_bytes = len(text.rstrip("/").rsplit("/", 1)[-1].encode())
+    if last_bytes > MAX_NAME_BYTES - STAGING_BYTES:  # room for .partial or .replaced beside it
+        raise InputError(
+            option,
+            f"names an output of {last_bytes} bytes; at most {MAX_NAME_BYTES - STAGING_BYTES} "
+            "(results are staged beside it under the name plus '.replaced')",
+        )
     if text.startswith("~"):  # pandas would write to the home folder it names
         raise InputError(option, f"{text!r} starts with '~', which is not expanded; give the path")
     last = text.rstrip("/").rsplit("/", 1)[-1]

@@ -90,3 +90,18 @@ def test_outputs_that_cannot_be_written_are_refused(saved_run, tmp_path, command
     line = _one_line_error([command, str(saved_run), "-o", output])
     assert line.startswith("error: --output: ")
     assert not Path(output).exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "--policy", "fifo"], ["compare", "--policies", "fifo"]]
+)
+@pytest.mark.parametrize("length", [247, 255])
+def test_an_output_name_with_no_room_for_staging_is_refused(command, length, tmp_path):
+    """Results are staged beside ``--out`` as ``<name>.partial`` or ``<name>.replaced``: a last
+    part longer than 246 bytes is refused in one line before any run (it used to end in a
+    traceback once the staged name passed the 255-byte limit)."""
+    out = tmp_path / ("a" * length)
+    result = CliRunner().invoke(main, [*command, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "at most 246" in result.output and "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
