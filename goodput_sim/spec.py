@@ -273,8 +273,9 @@ SETTINGS: tuple[Setting, ...] = (
         "stall_hours",
         float,
         24.0,
-        "Stop a run (exit 3) once jobs have waited this many simulated hours with none "
-        "holding a GPU: a policy or cluster that cannot run them.",
+        "Stop a run (exit 3) once this many simulated hours pass with no net work: jobs "
+        "waiting with none holding a GPU (a policy or cluster that cannot run them), or "
+        "losing their work as fast as they do it (failures, crashes, unsaved moves).",
         "stall_hours",
         "h",
         0,
