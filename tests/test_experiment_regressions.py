@@ -203,7 +203,7 @@ def test_long_workload_and_variant_names_make_a_bounded_folder(tmp_path):
 
 def test_a_sweep_whose_run_folders_would_be_too_long_is_refused(tmp_path):
     (tmp_path / "w.csv").write_text(WORKLOAD)
-    out = "/".join(["d" * 254] * 16)  # 4,079 bytes: a valid --out, no room for the runs
+    out = "/".join(["d" * 254] * 15 + ["d" * 246])  # 4,071 bytes: valid, no room for the runs
     args = ["sweep", "--policies", "fifo", "--workloads", "w.csv", "--cluster", "2x4"]
     line = _one_line_error(_cli([*args, "--out", out, "--quiet"], tmp_path))
     assert "shorter --out" in line

@@ -12,34 +12,34 @@ import click
 from goodput_sim.usertext import parse_float, parse_int
 
 
-def _plain(value: Any, parse: Callable[[str], Any], kind: click.ParamType, param, ctx) -> Any:
-    """``value`` parsed by ``parse`` when it is text; click's usage error otherwise."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return parse(value)
-    except ValueError:
-        kind.fail(f"{value!r} is not a plain number (ASCII digits, no '_')", param, ctx)
+class _Plain:
+    """Mixed into a click number type: text is read by ``parse`` first (ASCII digits only)."""
 
+    parse: Callable[[str], Any]
 
-class _Int(click.types.IntParamType):
     def convert(self, value: Any, param, ctx) -> Any:
-        return super().convert(_plain(value, parse_int, self, param, ctx), param, ctx)
+        if isinstance(value, str):
+            try:
+                value = type(self).parse(value)
+            except ValueError:
+                self.fail(f"{value!r} is not a plain number (ASCII digits, no '_')", param, ctx)
+        return super().convert(value, param, ctx)
 
 
-class _IntRange(click.IntRange):
-    def convert(self, value: Any, param, ctx) -> Any:
-        return super().convert(_plain(value, parse_int, self, param, ctx), param, ctx)
+class _Int(_Plain, click.types.IntParamType):
+    parse = staticmethod(parse_int)
 
 
-class _Float(click.types.FloatParamType):
-    def convert(self, value: Any, param, ctx) -> Any:
-        return super().convert(_plain(value, parse_float, self, param, ctx), param, ctx)
+class _IntRange(_Plain, click.IntRange):
+    parse = staticmethod(parse_int)
 
 
-class _FloatRange(click.FloatRange):
-    def convert(self, value: Any, param, ctx) -> Any:
-        return super().convert(_plain(value, parse_float, self, param, ctx), param, ctx)
+class _Float(_Plain, click.types.FloatParamType):
+    parse = staticmethod(parse_float)
+
+
+class _FloatRange(_Plain, click.FloatRange):
+    parse = staticmethod(parse_float)
 
 
 def Int(min: int | None = None, max: int | None = None, **bounds: Any) -> click.ParamType:  # noqa: N802, A002
