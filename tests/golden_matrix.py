@@ -119,6 +119,8 @@ DYNAMICS = {
     "weibull": SimConfig(
         failures=FailureModel(mtbf_hours=8.0, repair_hours=0.5, seed=3, lifetime="weibull")
     ),
+    # Issue 49: crashes turned off (as in a failure-free twin) while a crash rate is set.
+    "no-crashes": SimConfig(crashes=False, failures=FailureModel(job_crash_hours=1.5, seed=3)),
 }
 
 

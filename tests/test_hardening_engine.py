@@ -228,3 +228,12 @@ def test_every_run_finishes_or_stops_with_a_reason_and_its_twin_fails_nowhere(po
     assert twin.jobs.get("crashes", pd.Series([0])).sum() == 0
     assert twin.jobs.get("preemptions", pd.Series([0])).sum() == 0
     assert twin.cluster_summary["node_failures"] == 0
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "goodput"])
+def test_crashes_off_is_the_run_with_no_crash_rate(policy):
+    """``--no-crashes`` with a crash rate set runs as if no rate were set, job for job."""
+    off = SimConfig(crashes=False, failures=FailureModel(job_crash_hours=0.2, seed=2))
+    quiet = api.run(policy, SMALL, cluster="4x4", config=off).jobs
+    plain = api.run(policy, SMALL, cluster="4x4").jobs
+    pd.testing.assert_frame_equal(quiet, plain)
