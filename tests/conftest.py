@@ -70,3 +70,23 @@ def bundled_slices(folder: Path, count: int, size: int) -> list[Path]:
         jobs.iloc[size * k : size * (k + 1)].to_csv(path, index=False)
         paths.append(path)
     return paths
+
+
+TWO_JOBS = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,60,ncf,1,256\n"
+"""A two-job workload: the run behind :func:`saved_run`, and a small valid input."""
+
+
+@pytest.fixture(scope="session")
+def saved_run(tmp_path_factory) -> Path:
+    """A finished run's folder (fifo on 2x4 GPUs, the two jobs of :data:`TWO_JOBS`), read and
+    copied by the tests of damaged results; never changed."""
+    from click.testing import CliRunner
+
+    from goodput_sim.cli import main
+
+    root = tmp_path_factory.mktemp("saved")
+    (root / "w.csv").write_text(TWO_JOBS)
+    args = ["run", "--policy", "fifo", "--workload", str(root / "w.csv"), "--cluster", "2x4"]
+    done = CliRunner().invoke(main, [*args, "--quiet", "--no-plot", "--out", str(root / "r")])
+    assert done.exit_code == 0, done.output
+    return root / "r"

@@ -61,3 +61,25 @@ def test_a_registered_dynamic_is_built_for_every_run_until_unregistered():
     assert (counted.jobs["rounds_heard"] == len(counted.rounds)).all()
     pd.testing.assert_frame_equal(counted.jobs.drop(columns="rounds_heard"), plain.jobs)
     assert "rounds_heard" not in api.run("fifo", jobs, cluster="2x4").jobs
+
+
+def test_a_dynamics_random_stream_is_keyed_by_seed_and_names_only():
+    """``World.random(name, job)``: the same seed and names draw alike in any simulation;
+    another dynamic, job or seed draws otherwise."""
+    from goodput_sim.policies import get_policy
+    from goodput_sim.profiles import bundled_profiles_path, load_profiles
+    from goodput_sim.sim.engine import Simulation
+
+    profiles = load_profiles(bundled_profiles_path())
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:3]
+
+    def sim(seed, rows=jobs):
+        return Simulation(rows, profiles, get_policy("fifo"), seed=seed)
+
+    def draw(world, name="m", job="a"):
+        return world.random(name, job).random(4).tolist()
+
+    first, reordered = sim(7), sim(7, jobs.iloc[::-1])
+    assert draw(first) == draw(reordered) == draw(first)
+    assert draw(first) != draw(first, name="n") and draw(first) != draw(first, job="b")
+    assert draw(first) != draw(sim(8))

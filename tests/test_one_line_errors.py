@@ -10,20 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import TWO_JOBS as WORKLOAD
 
 from goodput_sim.cli import main
-
-WORKLOAD = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,60,ncf,1,256\n"
-
-
-@pytest.fixture(scope="module")
-def saved_run(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("saved")
-    (root / "w.csv").write_text(WORKLOAD)
-    args = ["run", "--policy", "fifo", "--workload", str(root / "w.csv"), "--cluster", "2x4"]
-    done = CliRunner().invoke(main, [*args, "--quiet", "--no-plot", "--out", str(root / "r")])
-    assert done.exit_code == 0, done.output
-    return root / "r"
 
 
 def _one_line_error(args: list[str]) -> str:

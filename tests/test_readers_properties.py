@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import TWO_JOBS as WORKLOAD
 from hostile_cases import DELETE, EXPERIMENT, json_paths, set_at
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,6 @@ from goodput_sim.results.saved import (
 )
 from goodput_sim.spec import config_from_record
 
-WORKLOAD = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,60,ncf,1,256\n"
 PROFILE = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -47,21 +47,6 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=12,
 )
-
-
-@pytest.fixture(scope="module")
-def saved_run(tmp_path_factory) -> Path:
-    """A finished run's folder (fifo on 2x4 GPUs, two jobs)."""
-    from click.testing import CliRunner
-
-    from goodput_sim.cli import main
-
-    root = tmp_path_factory.mktemp("saved")
-    (root / "w.csv").write_text(WORKLOAD)
-    args = ["run", "--policy", "fifo", "--workload", str(root / "w.csv"), "--cluster", "2x4"]
-    done = CliRunner().invoke(main, [*args, "--quiet", "--no-plot", "--out", str(root / "r")])
-    assert done.exit_code == 0, done.output
-    return root / "r"
 
 
 def _read(path: Path, text: str | bytes):
