@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,26 +32,183 @@ POLICY_COLORS = {
 }
 """Each policy's colour in every figure, whatever else a figure shows, so figures agree."""
 
+POLICY_MARKERS = {
+    "goodput": "o",
+    "tiresias": "s",
+    "sia": "^",
+    "gavel": "D",
+    "fifo": "v",
+    "optimus": "P",
+    "throughput": "X",
+    "goodput-ga": "*",
+}
+"""Each policy's marker on its lines, so that lines differ in shape as well as colour."""
 
-def policy_colors(labels: list[str]) -> dict[str, str]:
-    """A colour per label: its policy's (the label's first word); a policy's further variants
-    in one figure get lighter tints of it, and labels of unknown policies the spare grey and
-    yellow, by order."""
+SPARE_COLORS = ("#999999", "#882255", "#999933", "#332288", "#F0E442")
+"""Colours of policies not in :data:`POLICY_COLORS` (plugins), by order: grey, then Paul Tol's
+wine, olive and indigo (none near an Okabe-Ito colour), then yellow."""
+SPARE_MARKERS = ("h", "<", ">", "p", "d", "8")
+LINE_STYLES = ("-", "--", "-.", ":")
+HATCHES = ("", "//", "..", "xx")
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a label is drawn: colour, line style and marker of a line, hatch of a bar."""
+
+    color: str
+    linestyle: str
+    marker: str
+    hatch: str
+
+
+def policy_styles(labels: list[str]) -> dict[str, Style]:
+    """A style per label. The colour and marker are its policy's (the label's first word); a
+    policy's further variants in one figure get lighter tints of its colour and other line
+    styles and hatches. Labels of unknown policies take the spare colours and markers by
+    order, and other line styles once the colours repeat."""
     from matplotlib.colors import to_hex, to_rgb
 
-    out: dict[str, str] = {}
+    out: dict[str, Style] = {}
     seen: dict[str, int] = {}
-    spare = iter(["#999999", "#F0E442"] * len(labels))
+    unknown = 0
     for label in labels:
         base = label.split(" ")[0]
         if base not in POLICY_COLORS:
-            out[label] = next(spare)
+            turn = unknown // len(SPARE_COLORS)
+            out[label] = Style(
+                SPARE_COLORS[unknown % len(SPARE_COLORS)],
+                LINE_STYLES[turn % len(LINE_STYLES)],
+                SPARE_MARKERS[unknown % len(SPARE_MARKERS)],
+                HATCHES[turn % len(HATCHES)],
+            )
+            unknown += 1
             continue
         k = seen[base] = seen.get(base, -1) + 1
         mix = 1 - 0.6**k  # 0, 0.4, 0.64, ... of the way to white
         tint = tuple(c + (1 - c) * mix for c in to_rgb(POLICY_COLORS[base]))
-        out[label] = POLICY_COLORS[base] if k == 0 else to_hex(tint)
+        color = POLICY_COLORS[base] if k == 0 else to_hex(tint)
+        out[label] = Style(
+            color,
+            LINE_STYLES[k % len(LINE_STYLES)],
+            POLICY_MARKERS[base],
+            HATCHES[k % len(HATCHES)],
+        )
     return out
+
+
+def policy_colors(labels: list[str]) -> dict[str, str]:
+    """The colour of each label's :func:`policy_styles`."""
+    return {label: style.color for label, style in policy_styles(labels).items()}
+
+
+def _line(style: Style, points: int, index: int, count: int) -> dict:
+    """Keyword arguments drawing a line of ``points`` points in ``style``, the ``index``-th of
+    ``count``: about six markers, staggered between the lines so that lines that coincide
+    still show each one's markers."""
+    step = max(1, points // 6)
+    return {
+        "color": style.color,
+        "linestyle": style.linestyle,
+        "marker": style.marker,
+        "markersize": 5,
+        "markevery": ((index * step) // max(count, 1), step),
+    }
+
+
+COINCIDE_RTOL = 1e-3
+"""Curves whose every value agrees to this relative tolerance are drawn as one: they
+coincide."""
+
+
+@dataclass(frozen=True)
+class Coincidence:
+    """Labels whose curves coincide in one figure (the one drawn last hides the others), and
+    whether their values are identical or only within :data:`COINCIDE_RTOL`."""
+
+    labels: tuple[str, ...]
+    identical: bool
+
+    def text(self, values: str) -> str:
+        """``fifo and tiresias coincide (identical JCTs)``: ``values`` names what agrees."""
+        how = "identical" if self.identical else f"within {COINCIDE_RTOL:.1%}:"
+        return f"{_names(self.labels)} coincide ({how} {values})"
+
+
+def _names(labels) -> str:
+    labels = list(labels)
+    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+
+
+def coinciding(curves: dict[str, tuple]) -> list[Coincidence]:
+    """The groups of labels whose curves coincide: each of their arrays has the same shape and
+    values equal to within :data:`COINCIDE_RTOL` of the group's first (NaN equal to NaN).
+    Curves with nothing to draw (an empty first array) coincide with none."""
+    groups: list[tuple[tuple[np.ndarray, ...], list[str], list[bool]]] = []
+    for label, given in curves.items():
+        arrays = tuple(np.asarray(a, dtype=float) for a in given)
+        if not arrays[0].size:
+            continue
+        for first, labels, same in groups:
+            if _close(first, arrays, COINCIDE_RTOL):
+                labels.append(label)
+                same[0] = same[0] and _close(first, arrays, 0.0)
+                break
+        else:
+            groups.append((arrays, [label], [True]))
+    return [Coincidence(tuple(labels), same[0]) for _, labels, same in groups if len(labels) > 1]
+
+
+def _close(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...], rtol: float) -> bool:
+    return len(a) == len(b) and all(
+        x.shape == y.shape and np.allclose(x, y, rtol=rtol, atol=0.0, equal_nan=True)
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def _legend_suffixes(groups: list[Coincidence]) -> dict[str, str]:
+    """`` (same as fifo)`` for each label after the first of a group that coincides."""
+    out = {}
+    for group in groups:
+        word = "same as" if group.identical else "close to"
+        for label in group.labels[1:]:
+            out[label] = f" ({word} {group.labels[0]})"
+    return out
+
+
+def cdf_coincidences(jobs_by_policy: dict[str, pd.DataFrame]) -> list[Coincidence]:
+    """Policies whose JCT CDFs (:func:`jct_cdf`) coincide: the same number of jobs and the
+    same finished JCTs."""
+    return coinciding(
+        {
+            name: (
+                np.sort(jobs.loc[jobs["finished"].astype(bool), "jct"].to_numpy(float)),
+                [len(jobs)],
+            )
+            for name, jobs in jobs_by_policy.items()
+        }
+    )
+
+
+def utilization_coincidences(rounds_by_policy: dict[str, pd.DataFrame]) -> list[Coincidence]:
+    """Policies whose curves of :func:`utilization_over_time` coincide: the same rounds, GPUs
+    in use and queue."""
+    return coinciding(
+        {
+            name: (rounds["time"], rounds["gpus_in_use"], rounds["queued"])
+            for name, rounds in rounds_by_policy.items()
+        }
+    )
+
+
+def load_coincidences(table: pd.DataFrame) -> list[Coincidence]:
+    """Policies whose lines of :func:`jct_against_load` coincide: the same loads, means and
+    intervals."""
+    curves = {}
+    for name, part in table.groupby("policy", sort=False):
+        part = part.sort_values("load")
+        curves[name] = (part["avg_jct_s"], part["load"], part["ci_low_s"], part["ci_high_s"])
+    return coinciding(curves)
 
 
 class DisplayFigure(Figure):
@@ -129,22 +287,24 @@ def jct_cdf(
 ) -> Figure:
     """Empirical CDF of job completion time (hours, log scale) per policy, over all jobs: a
     policy that left jobs unfinished stops below 1, marked with a cross and counted in the
-    legend, rather than dropping them silently."""
+    legend, rather than dropping them silently. Policies whose curves coincide
+    (:func:`cdf_coincidences`) say so in the legend."""
     fig = new_figure()
     ax = fig.subplots()
-    colors = policy_colors(list(jobs_by_policy))
-    for name, jobs in jobs_by_policy.items():
+    styles = policy_styles(list(jobs_by_policy))
+    same = _legend_suffixes(cdf_coincidences(jobs_by_policy))
+    for k, (name, jobs) in enumerate(jobs_by_policy.items()):
         finished = jobs["finished"].astype(bool)
         jct = np.sort(jobs.loc[finished, "jct"].to_numpy(dtype=float)) / 3600.0
         unfinished = int((~finished).sum())
-        label = name + (f" ({unfinished} unfinished)" if unfinished else "")
-        color = colors[name]
+        label = name + (f" ({unfinished} unfinished)" if unfinished else "") + same.get(name, "")
+        line = _line(styles[name], jct.size, k, len(jobs_by_policy))
         if jct.size:
-            ax.step(
-                jct, np.arange(1, jct.size + 1) / len(jobs), where="post", label=label, color=color
-            )
+            ax.step(jct, np.arange(1, jct.size + 1) / len(jobs), where="post", label=label, **line)
             if unfinished:
-                ax.plot(jct[-1], jct.size / len(jobs), marker="x", markersize=9, color=color)
+                ax.plot(
+                    jct[-1], jct.size / len(jobs), marker="x", markersize=9, color=line["color"]
+                )
     _log_scale(ax, "x")
     ax.set_xlabel("job completion time (hours)")
     ax.set_ylabel("fraction of jobs")
@@ -205,14 +365,20 @@ def interval_bars(table: pd.DataFrame, path: Path | None = None, caption: str = 
 
 def jct_against_load(table: pd.DataFrame, caption: str = "") -> Figure:
     """Mean average JCT (hours) against load, one line per policy with its 95% interval (the
-    ``report`` table: columns load, policy, avg_jct_s, ci_low_s, ci_high_s)."""
+    ``report`` table: columns load, policy, avg_jct_s, ci_low_s, ci_high_s); lines that
+    coincide (:func:`load_coincidences`) say so in the legend."""
     fig = new_figure(7.0, 4.4)
     ax = fig.subplots()
-    colors = policy_colors(list(dict.fromkeys(table["policy"])))
-    for name, part in table.groupby("policy", sort=False):
+    names = list(dict.fromkeys(table["policy"]))
+    styles = policy_styles(names)
+    same = _legend_suffixes(load_coincidences(table))
+    for k, (name, part) in enumerate(table.groupby("policy", sort=False)):
         part = part.sort_values("load")
-        color = colors[name]
-        ax.plot(part["load"], part["avg_jct_s"] / 3600, marker="o", label=name, color=color)
+        line = _line(styles[name], len(part), k, len(names))
+        color = line["color"]
+        line["markevery"] = 1  # a few loads: each one marked
+        label = name + same.get(name, "")
+        ax.plot(part["load"], part["avg_jct_s"] / 3600, label=label, **line)
         ax.fill_between(
             part["load"],
             part["ci_low_s"] / 3600,
@@ -325,12 +491,22 @@ def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "
     fig = new_figure(8.0, 4.2)
     ax = fig.subplots()
     width = 0.8 / max(len(jobs_by_policy), 1)
-    colors = policy_colors(list(jobs_by_policy))
+    styles = policy_styles(list(jobs_by_policy))
     for k, (name, jobs) in enumerate(jobs_by_policy.items()):
         done = jobs[jobs["finished"].astype(bool)]
         means = done.groupby("application")["jct"].mean().reindex(apps) / 3600
         x = np.arange(len(apps)) + (k - (len(jobs_by_policy) - 1) / 2) * width
-        ax.bar(x, means.to_numpy(dtype=float), width, label=name, color=colors[name])
+        style = styles[name]
+        edge = "white" if style.hatch else None  # a hatch shows in the edge colour
+        ax.bar(
+            x,
+            means.to_numpy(dtype=float),
+            width,
+            label=name,
+            color=style.color,
+            hatch=style.hatch or None,
+            edgecolor=edge,
+        )
     ax.set_xticks(np.arange(len(apps)), apps)
     ax.set_ylabel("average JCT of finished jobs (hours)")
     _titled(ax, "JCT by application", caption)
@@ -341,17 +517,20 @@ def jct_by_application(jobs_by_policy: dict[str, pd.DataFrame], caption: str = "
 def utilization_over_time(
     rounds_by_policy: dict[str, pd.DataFrame], total_gpus: int, caption: str = ""
 ) -> Figure:
-    """GPUs in use (fraction of the cluster) and queued jobs over time, per policy."""
+    """GPUs in use (fraction of the cluster) and queued jobs over time, per policy; policies
+    whose curves coincide (:func:`utilization_coincidences`) say so in the legend."""
     from matplotlib.ticker import MaxNLocator
 
     fig = new_figure(8.0, 5.0)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    colors = policy_colors(list(rounds_by_policy))
-    for name, rounds in rounds_by_policy.items():
+    styles = policy_styles(list(rounds_by_policy))
+    same = _legend_suffixes(utilization_coincidences(rounds_by_policy))
+    for k, (name, rounds) in enumerate(rounds_by_policy.items()):
         hours = rounds["time"].to_numpy(dtype=float) / 3600
-        color = colors[name]
-        top.step(hours, rounds["gpus_in_use"] / total_gpus, where="post", label=name, color=color)
-        bottom.step(hours, rounds["queued"], where="post", color=color)
+        line = _line(styles[name], len(hours), k, len(rounds_by_policy))
+        label = name + same.get(name, "")
+        top.step(hours, rounds["gpus_in_use"] / total_gpus, where="post", label=label, **line)
+        bottom.step(hours, rounds["queued"], where="post", **line)
     top.set_ylabel("GPUs in use\n(fraction)")
     top.set_ylim(0, 1.05)
     legend_outside(top)
@@ -364,36 +543,68 @@ def utilization_over_time(
     return _save(fig, None)
 
 
-def allocation_timeline(rounds: pd.DataFrame, policy: str, caption: str = "") -> Figure:
-    """GPUs held by each job over time, one lane per job (colour: GPU count, on a colour
-    bar)."""
+def allocation_timeline(
+    rounds: pd.DataFrame, policy: str, caption: str = "", most: int | None = None
+) -> Figure:
+    """GPUs held by each job over time, one lane per job (colour: GPU count, on a colour bar
+    from 0 to ``most`` GPUs, by default the most this run gave one job; figures of several
+    runs given one ``most`` share their colours). A job's consecutive rounds on the same GPU
+    count are one bar, and all bars one collection, so that a long run draws quickly."""
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
+    from matplotlib.collections import PolyCollection
     from matplotlib.colors import Normalize
     from matplotlib.ticker import MaxNLocator
 
-    names: dict[str, int] = {}
-    segments = []
-    times = rounds["time"].to_numpy(dtype=float)
-    for i, text in enumerate(rounds["allocations"].fillna("")):
-        end = times[i + 1] if i + 1 < len(times) else times[i] + 60.0
-        for name, (gpus, _) in parse_allocations(text).items():
-            lane = names.setdefault(name, len(names))
-            segments.append((lane, times[i] / 3600, (end - times[i]) / 3600, gpus))
-    fig = new_figure(9.0, max(3.0, min(12.0, 0.04 * len(names) + 2)))
+    lanes, starts, ends, held = timeline_segments(rounds)
+    jobs = max(lanes, default=-1) + 1
+    fig = new_figure(9.0, max(3.0, min(12.0, 0.04 * jobs + 2)))
     ax = fig.subplots()
-    most = max((s[3] for s in segments), default=1)
-    scale = ScalarMappable(Normalize(0, most), colormaps["viridis"])
-    for lane, start, length, gpus in segments:
-        ax.barh(lane, length, left=start, height=0.9, color=scale.to_rgba(gpus), linewidth=0)
+    top = most or max(held, default=1)
+    scale = ScalarMappable(Normalize(0, top), colormaps["viridis"])
+    boxes = [
+        ((s, k - 0.45), (e, k - 0.45), (e, k + 0.45), (s, k + 0.45))
+        for k, s, e in zip(lanes, starts, ends, strict=True)
+    ]
+    colors = scale.to_rgba(np.asarray(held, dtype=float))
+    ax.add_collection(PolyCollection(boxes, facecolors=colors, linewidths=0))
+    ax.autoscale_view()
     bar = fig.colorbar(scale, ax=ax, label="GPUs held", pad=0.02)
     bar.locator = MaxNLocator(integer=True)
     bar.update_ticks()
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("job (in order of first allocation)")
-    ax.set_ylim(-1, max(len(names), 1))
+    ax.set_ylim(-1, max(jobs, 1))
     _titled(ax, f"GPUs per job over time, {policy}", caption)
     return _save(fig, None)
+
+
+def timeline_segments(
+    rounds: pd.DataFrame,
+) -> tuple[list[int], list[float], list[float], list[int]]:
+    """The bars of an allocation timeline: lane (jobs in order of first allocation), start and
+    end (hours) and GPUs held, one bar per run of consecutive rounds on the same GPU count."""
+    lanes: list[int] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    held: list[int] = []
+    names: dict[str, int] = {}
+    last: dict[int, int] = {}  # lane -> its latest bar
+    times = rounds["time"].to_numpy(dtype=float)
+    for i, text in enumerate(rounds["allocations"].fillna("")):
+        end = times[i + 1] if i + 1 < len(times) else times[i] + 60.0
+        for name, (gpus, _) in parse_allocations(text).items():
+            lane = names.setdefault(name, len(names))
+            k = last.get(lane)
+            if k is not None and held[k] == gpus and ends[k] == times[i] / 3600:
+                ends[k] = end / 3600
+                continue
+            last[lane] = len(lanes)
+            lanes.append(lane)
+            starts.append(times[i] / 3600)
+            ends.append(end / 3600)
+            held.append(gpus)
+    return lanes, starts, ends, held
 
 
 def parse_allocations(text: str) -> dict[str, tuple[int, int]]:
@@ -441,13 +652,14 @@ def cluster_size_over_time(
     else nodes up x ``gpus_per_node`` (one node shape)."""
     fig = new_figure(8.0, 5.0)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    colors = policy_colors(list(rounds_by_policy))
-    for name, rounds in rounds_by_policy.items():
+    styles = policy_styles(list(rounds_by_policy))
+    for k, (name, rounds) in enumerate(rounds_by_policy.items()):
         hours = rounds["time"].to_numpy(dtype=float) / 3600
-        color = colors[name]
+        line = _line(styles[name], len(hours), k, len(rounds_by_policy))
+        color = line["color"]
         up = rounds["nodes_up"].to_numpy(dtype=float)
         offline = (rounds["nodes_starting"] + rounds["nodes_down"]).to_numpy(dtype=float)
-        top.step(hours, up, where="post", label=name, color=color)
+        top.step(hours, up, where="post", label=name, **line)
         if offline.any():
             top.step(hours, offline, where="post", color=color, linestyle=":")
         if "gpus_up" in rounds:
@@ -456,7 +668,7 @@ def cluster_size_over_time(
             gpus_up = up * gpus_per_node
         with np.errstate(divide="ignore", invalid="ignore"):
             used = rounds["gpus_in_use"].to_numpy(dtype=float) / gpus_up
-        bottom.step(hours, used, where="post", color=color)
+        bottom.step(hours, used, where="post", **line)
     top.set_ylabel("nodes up\n(dotted: booting\nor failed)")
     legend_outside(top)
     bottom.set_ylabel("GPUs in use\n(fraction of up)")
