@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
 import click
@@ -32,6 +31,7 @@ from goodput_sim.cli import main, profiles_option
 from goodput_sim.cli.numbers import Float, Int
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
+from goodput_sim.results.compare_table import table_lines
 from goodput_sim.results.metrics import run_summary
 from goodput_sim.results.report import statistic_text
 from goodput_sim.results.saved import MAX_SEED, is_seed
@@ -392,44 +392,13 @@ def _fairness_text(summary) -> str:
     )
 
 
-def _fmt_hours(seconds: float) -> str:
-    return "-" if math.isnan(seconds) else f"{seconds / 3600:.2f}h"
-
-
 def print_comparison(comparison: Comparison) -> None:
     """The comparison table (with cost, and failures when nodes failed) and the claim check,
     as plain text."""
     s = comparison.summary
-    priced = "cost" in s and s["cost"].notna().any()
-    failing = "avg_jct_without_failures" in s
-    changing = failing or any(
-        r.config.get("autoscale") is not None for r in comparison.results.values()
-    )
-    extra = f" {'node-h':>7} {'GPU use':>7}" if changing else ""
-    extra += f" {'cost':>9}" if priced else ""
-    if failing:
-        extra += f" {'failures':>8} {'lost GPU-h':>10} {'avg w/o fail':>12}"
-    click.echo(
-        f"{'policy':<11} {'avg JCT':>9} {'median':>9} {'p95':>9} {'p99':>9} {'makespan':>9} "
-        f"{'GPU util':>8} {'GPU-h/job':>9} {'ex/GPU-s':>9} {'unfinished':>10}{extra} {'wall':>7}"
-    )
-    for name, row in s.iterrows():
-        cells = (
-            f" {row.node_hours:>7.1f} {row.provisioned_gpu_utilization:>7.1%}" if changing else ""
-        )
-        cells += f" {row.cost:>9.2f}" if priced else ""
-        if failing:
-            cells += (
-                f" {int(row.node_failures):>8} {row.lost_gpu_hours:>10.1f} "
-                f"{_fmt_hours(row.avg_jct_without_failures):>12}"
-            )
-        click.echo(
-            f"{name:<11} {_fmt_hours(row.avg_jct):>9} {_fmt_hours(row.median_jct):>9} "
-            f"{_fmt_hours(row.p95_jct):>9} {_fmt_hours(row.p99_jct):>9} "
-            f"{_fmt_hours(row.makespan):>9} {row.gpu_utilization:>8.1%} "
-            f"{row.gpu_hours_per_job:>9.2f} {row.examples_per_gpu_second:>9.1f} "
-            f"{int(row.unfinished):>10}{cells} {row.wall_seconds:>6.1f}s"
-        )
+    autoscaled = any(r.config.get("autoscale") is not None for r in comparison.results.values())
+    for line in table_lines(s, autoscaled):
+        click.echo(line)
     typed = [c for c in s.columns if c.startswith("gpu_hours_") and c != "gpu_hours_per_job"]
     if typed:
         click.echo("\nGPU-hours by GPU type, moves between types")
