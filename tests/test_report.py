@@ -176,8 +176,10 @@ def test_the_html_report_renders_every_figure_and_table_in_a_browser(comparison,
     ):
         assert title in text
     seen = _rendered(page, tmp_path)
-    assert int(seen["figures"]) == 6 and seen["figures-rendered"] == seen["figures"], seen
-    assert int(seen["tables"]) == 2 and seen["tables-rendered"] == seen["tables"], seen
+    # CDF, bars, applications, utilisation, a timeline per policy (3), the jobs' traces
+    assert int(seen["figures"]) == 8 and seen["figures-rendered"] == seen["figures"], seen
+    # compare's table, the table with intervals, the claim check
+    assert int(seen["tables"]) == 3 and seen["tables-rendered"] == seen["tables"], seen
     assert seen["load-errors"] == "0"
 
 

@@ -27,7 +27,7 @@ from goodput_sim.api import (
     writable_folder,
     write_run,
 )
-from goodput_sim.cli import main, profiles_option
+from goodput_sim.cli import main, profiles_option, writing
 from goodput_sim.cli.numbers import Float, Int
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
@@ -465,8 +465,10 @@ def _compare_and_report(
     params: dict | None = None,
     force: bool = False,
     quiet: bool = False,
+    report: bool = False,
 ) -> None:
-    """Run ``compare``, write its results folder ``out`` and print the table (or JSON)."""
+    """Run ``compare``, write its results folder ``out`` (with ``report``, its HTML report
+    ``report.html`` too) and print the table (or JSON)."""
     workload = workload or bundled_workload()
     writable_folder(out, force=force)
     comparison = compare(
@@ -474,12 +476,15 @@ def _compare_and_report(
     )
     with staged_folder(out) as folder:
         write_comparison(comparison, folder, _inputs(workload, profiles), seed, params)
+        if report:  # in the staged folder, so that the results and their report come together
+            _write_report(folder, out.name, quiet)
     stopped = {n: r.stopped for n, r in comparison.results.items() if r.stopped}
     if stopped:  # no table or claim from runs a guard cut short
         name, why = next(iter(stopped.items()))
+        report_too = f" (HTML report: {out / REPORT_NAME})" if report else ""
         click.echo(
-            f"stopped early: {', '.join(stopped)} ({name}: {why}); partial results in {out}, "
-            "no claim check on them",
+            f"stopped early: {', '.join(stopped)} ({name}: {why}); partial results in "
+            f"{out}{report_too}, no claim check on them",
             err=True,
         )
         raise SystemExit(3)
@@ -488,6 +493,24 @@ def _compare_and_report(
     else:
         print_comparison(comparison)
         click.echo(f"\nresults, JCT CDF and average-JCT chart: {out}")
+    if report:
+        click.echo(f"HTML report: {out / REPORT_NAME}")
+
+
+REPORT_NAME = "report.html"
+
+
+def _write_report(folder: Path, name: str, quiet: bool) -> None:
+    """The HTML report of the comparison in ``folder`` (results named ``name``), in it."""
+    from goodput_sim.api import baselines
+    from goodput_sim.results.html_report import write_html
+    from goodput_sim.results.report import load_results
+
+    if not quiet:
+        click.echo("drawing the HTML report ...", err=True)  # seconds, not silence
+    path = folder / REPORT_NAME
+    with writing(path, "--out"):
+        write_html(load_results(folder), path, baselines, name=name)
 
 
 @main.command("compare")
@@ -531,13 +554,13 @@ def compare_cmd(
 @click.option("--workers", type=Int(1, 64), default=2, show_default=True)
 @_quiet_option
 def demo_cmd(out: Path, workers: int, quiet: bool) -> None:
-    """The main job: all five policies on the bundled default workload, 16x4 cluster (it
-    replaces its own results folder)."""
+    """The main job: all five policies on the bundled default workload, 16x4 cluster, and the
+    HTML report of the results (it replaces its own results folder)."""
     click.echo(
         f"Comparing {', '.join(DEFAULT_POLICIES)} on {bundled_workload().name} "
         "(160 jobs, 16 nodes x 4 GPUs, bundled profiles)...\n"
     )
-    _compare_and_report(DEFAULT_POLICIES, out, workers, force=True, quiet=quiet)
+    _compare_and_report(DEFAULT_POLICIES, out, workers, force=True, quiet=quiet, report=True)
 
 
 @main.command("policies")

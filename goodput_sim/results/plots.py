@@ -130,9 +130,9 @@ class Coincidence:
     identical: bool
 
     def text(self, values: str) -> str:
-        """``fifo and tiresias coincide (identical JCTs)``: ``values`` names what agrees."""
-        how = "identical" if self.identical else f"within {COINCIDE_RTOL:.1%}:"
-        return f"{_names(self.labels)} coincide ({how} {values})"
+        """``fifo and tiresias coincide: identical JCTs`` (``values`` names what agrees)."""
+        how = "identical " + values if self.identical else f"{values} within {COINCIDE_RTOL:.1%}"
+        return f"{_names(self.labels)} coincide: {how}"
 
 
 def _names(labels) -> str:
