@@ -568,7 +568,8 @@ def allocation_timeline(
     ]
     colors = scale.to_rgba(np.asarray(held, dtype=float))
     ax.add_collection(PolyCollection(boxes, facecolors=colors, linewidths=0))
-    ax.autoscale_view()
+    if boxes:  # else the default view: nothing was allocated
+        ax.autoscale_view()
     bar = fig.colorbar(scale, ax=ax, label="GPUs held", pad=0.02)
     bar.locator = MaxNLocator(integer=True)
     bar.update_ticks()
