@@ -151,3 +151,14 @@ def test_demo_writes_its_html_report_and_says_where(tmp_path, monkeypatch):
     assert "<h1>goodput-sim report: demo</h1>" in page and "<h2>Comparison</h2>" in page
     assert load_results(out).labels == ["fifo", "goodput"]  # the report beside the runs
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo", "w.csv"]  # nothing staged left
+
+
+def test_every_line_differs_from_the_others_in_more_than_colour():
+    """Every policy, two variants of goodput and three plugins in one figure: each line has
+    its own colour and its own line style and marker, and a policy keeps its style alone."""
+    labels = [*plots.POLICY_COLORS, "goodput p=0", "goodput p=1", "mine", "yours", "theirs"]
+    styles = plots.policy_styles(labels)
+    assert len({(s.linestyle, s.marker) for s in styles.values()}) == len(labels)
+    assert len({s.color for s in styles.values()}) == len(labels)
+    assert plots.policy_styles(["fifo"])["fifo"] == styles["fifo"]
+    assert styles["goodput p=0"].hatch and not styles["goodput"].hatch

@@ -64,9 +64,10 @@ class Style:
 
 def policy_styles(labels: list[str]) -> dict[str, Style]:
     """A style per label. The colour and marker are its policy's (the label's first word); a
-    policy's further variants in one figure get lighter tints of its colour and other line
-    styles and hatches. Labels of unknown policies take the spare colours and markers by
-    order, and other line styles once the colours repeat."""
+    policy's further variants in one figure get lighter tints of its colour, other line
+    styles, hollow markers and hatches (a tint alone can come near another policy's colour:
+    goodput's lighter blue near fifo's). Labels of unknown policies take the spare colours and
+    markers by order, and other line styles once the colours repeat."""
     from matplotlib.colors import to_hex, to_rgb
 
     out: dict[str, Style] = {}
@@ -111,6 +112,7 @@ def _line(style: Style, points: int, index: int, count: int) -> dict:
         "color": style.color,
         "linestyle": style.linestyle,
         "marker": style.marker,
+        "fillstyle": "full" if style.linestyle == "-" else "none",  # a variant's: hollow
         "markersize": 5,
         "markevery": ((index * step) // max(count, 1), step),
     }
