@@ -132,7 +132,9 @@ def _compare_html(results: Results) -> str:
     note = (
         "<p>The table <code>goodput-sim compare</code> prints: JCT statistics over finished jobs "
         "(h: hours), the cluster's GPU utilisation over the makespan, GPU-hours per job, examples "
-        "per GPU-second (geometric mean over applications), and each run's wall-clock time.</p>"
+        "per GPU-second (geometric mean over applications), where they apply the node-hours, "
+        "the use of the GPUs provisioned, cost and node failures, and each run's wall-clock "
+        "time.</p>"
     )
     return note + _table(pd.DataFrame(rows, columns=headers), (headers[0],))
 
