@@ -32,6 +32,7 @@ from goodput_sim.cli import main, profiles_option
 from goodput_sim.cli.numbers import Float, Int
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
+from goodput_sim.plugins import did_you_mean
 from goodput_sim.results.metrics import run_summary
 from goodput_sim.results.report import statistic_text
 from goodput_sim.results.saved import MAX_SEED, is_seed
@@ -109,8 +110,9 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
         name = str(key).replace("-", "_")
         option = options.get(name)
         if option is None:
-            known = ", ".join(sorted(k for k, o in options.items() if o is not None))
-            raise InputError(path, f"unknown option {key!r}; known: {known}")
+            names = sorted(k for k, o in options.items() if o is not None)
+            hint = did_you_mean(name, names)
+            raise InputError(path, f"unknown option {key!r}{hint}; known: {', '.join(names)}")
         if option.name in given and option.name not in ("params",):
             raise InputError(
                 path,
@@ -400,6 +402,7 @@ def print_comparison(comparison: Comparison) -> None:
     """The comparison table (with cost, and failures when nodes failed) and the claim check,
     as plain text."""
     s = comparison.summary
+    wide = max([11, *(len(str(name)) for name in s.index)])  # names of plugins may be longer
     priced = "cost" in s and s["cost"].notna().any()
     failing = "avg_jct_without_failures" in s
     changing = failing or any(
@@ -410,7 +413,7 @@ def print_comparison(comparison: Comparison) -> None:
     if failing:
         extra += f" {'failures':>8} {'lost GPU-h':>10} {'avg w/o fail':>12}"
     click.echo(
-        f"{'policy':<11} {'avg JCT':>9} {'median':>9} {'p95':>9} {'p99':>9} {'makespan':>9} "
+        f"{'policy':<{wide}} {'avg JCT':>9} {'median':>9} {'p95':>9} {'p99':>9} {'makespan':>9} "
         f"{'GPU util':>8} {'GPU-h/job':>9} {'ex/GPU-s':>9} {'unfinished':>10}{extra} {'wall':>7}"
     )
     for name, row in s.iterrows():
@@ -424,7 +427,7 @@ def print_comparison(comparison: Comparison) -> None:
                 f"{_fmt_hours(row.avg_jct_without_failures):>12}"
             )
         click.echo(
-            f"{name:<11} {_fmt_hours(row.avg_jct):>9} {_fmt_hours(row.median_jct):>9} "
+            f"{name:<{wide}} {_fmt_hours(row.avg_jct):>9} {_fmt_hours(row.median_jct):>9} "
             f"{_fmt_hours(row.p95_jct):>9} {_fmt_hours(row.p99_jct):>9} "
             f"{_fmt_hours(row.makespan):>9} {row.gpu_utilization:>8.1%} "
             f"{row.gpu_hours_per_job:>9.2f} {row.examples_per_gpu_second:>9.1f} "
@@ -435,11 +438,11 @@ def print_comparison(comparison: Comparison) -> None:
         click.echo("\nGPU-hours by GPU type, moves between types")
         for name, row in s.iterrows():
             parts = "  ".join(f"{c[len('gpu_hours_') :]} {row[c]:.1f}" for c in typed)
-            click.echo(f"{name:<11} {parts}  moves {int(row.type_moves)}")
+            click.echo(f"{name:<{wide}} {parts}  moves {int(row.type_moves)}")
     if "ftf_rho_max" in s:
         click.echo(f"\nfinish-time fairness ({FAIRNESS_NOTE})")
         for name, row in s.iterrows():
-            click.echo(f"{name:<11} {_fairness_text(row)}")
+            click.echo(f"{name:<{wide}} {_fairness_text(row)}")
     claim = comparison.claim
     if not claim.get("available"):
         click.echo("claim check: needs the goodput policy in the comparison")
@@ -456,7 +459,7 @@ def print_comparison(comparison: Comparison) -> None:
         verdict = (
             "within" if v["within_paper_range"] else ("above" if v["reduction"] > high else "below")
         )
-        click.echo(f"  vs {name:<11} {v['reduction']:>7.1%}   ({verdict} the paper's range)")
+        click.echo(f"  vs {name:<{wide}} {v['reduction']:>7.1%}   ({verdict} the paper's range)")
 
 
 def write_comparison(
