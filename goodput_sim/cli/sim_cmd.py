@@ -579,7 +579,8 @@ def demo_cmd(out: Path, workers: int, quiet: bool) -> None:
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def policies_cmd(fmt: str) -> None:
-    """List the registered policies and batch agents: aliases, default agent, parameters."""
+    """List the registered policies, batch agents, autoscalers and dynamics, built in or
+    installed by plugins: aliases, default agent, parameters."""
     from goodput_sim.cli.catalog import catalog, catalog_text
 
     if fmt == "json":
