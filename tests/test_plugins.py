@@ -194,6 +194,23 @@ def test_the_dynamic_runs_where_named_and_installing_changes_no_other_run(ran):
     assert out["fifo_jobs"] == here  # this process has no plugin
 
 
+def test_the_examples_own_tests_pass(monkeypatch):
+    """The plugin's tests (examples/.../tests, which the docs show), run here: they import its
+    classes and register nothing."""
+    monkeypatch.syspath_prepend(str(PLUGIN))
+    path = PLUGIN / "tests" / "test_example.py"
+    spec = importlib.util.spec_from_file_location("example_plugin_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tests = {name: test for name, test in vars(module).items() if name.startswith("test_")}
+    assert len(tests) == 3
+    for test in tests.values():
+        marks = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
+        cases = [{marks[0].args[0]: value} for value in marks[0].args[1]] if marks else [{}]
+        for case in cases:
+            test(**case)
+
+
 def test_limited_adaptivity_refuses_an_unknown_policy_with_a_hint(tmp_path):
     from click.testing import CliRunner
 

@@ -287,7 +287,7 @@ def test_the_run_budget_refuses_a_bigger_grid_before_any_run_and_can_be_raised(t
     pd.read_csv(bundled_workload()).iloc[:3].to_csv(jobs, index=False)
     out = tmp_path / "s"
     grid = {"policies": ["fifo"], "workloads": [jobs], "seeds": (0, 1), "progress": False}
-    with pytest.raises(InputError, match="--max-runs"):
+    with pytest.raises(InputError, match="^max_runs: "):  # in Python: the argument's name
         sweep(out=out, max_runs=1, cluster="2x4", **grid)
     assert not out.exists()
     assert len(sweep(out=out, max_runs=2, cluster="2x4", **grid)) == 2
