@@ -12,6 +12,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib.metadata import EntryPoint
@@ -224,6 +225,34 @@ def test_limited_adaptivity_refuses_an_unknown_policy_with_a_hint(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+# ----------------------------------------------------- the "Extending" pages show this code
+
+
+@pytest.mark.parametrize("page", ["policy", "agent", "dynamic"])
+def test_the_extending_pages_include_the_example_and_name_what_exists(page):
+    """Each page includes the example's files (pymdownx.snippets, so the code shown is the
+    code tested) and every ``goodput_sim.x.y`` it names exists."""
+    text = (ROOT / "docs" / "extending" / f"{page}.md").read_text()
+    included = re.findall(r'^--8<-- "([^"]+)"$', text, flags=re.MULTILINE)
+    assert f"examples/goodput-sim-example-plugin/goodput_sim_example/{page}.py" in included
+    for item in included:
+        path, _, section = item.partition(":")
+        source = (ROOT / path).read_text()
+        if section:
+            assert f"# --8<-- [start:{section}]" in source and f"# --8<-- [end:{section}]" in source
+    for dotted in set(re.findall(r"`(goodput_sim(?:\.\w+)+)", text)):
+        module, attribute = dotted, None
+        while True:
+            try:
+                loaded = importlib.import_module(module)
+                break
+            except ModuleNotFoundError:
+                module, _, last = module.rpartition(".")
+                attribute = last if attribute is None else f"{last}.{attribute}"
+        for part in (attribute or "").split(".") if attribute else ():
+            loaded = getattr(loaded, part)
+
+
 # ------------------------------------------------------------ the entry-point machinery
 
 
@@ -301,6 +330,8 @@ def test_an_installed_dynamic_runs_only_where_a_run_names_it(fake_entry_points):
     plain = api.run("fifo", jobs, cluster="2x4")
     named = api.run("fifo", jobs, cluster="2x4", dynamics=["counting-test"])
     assert "counted" not in plain.jobs and list(named.jobs["counted"]) == [1, 1]
+    compared = api.compare(["fifo", "tiresias"], jobs, cluster="2x4", dynamics=["counting-test"])
+    assert all(list(r.jobs["counted"]) == [1, 1] for r in compared.results.values())
     with pytest.raises(InputError) as error:
         named_dynamic("counting-test", {"every": 1})
     assert str(error.value).startswith("params: dynamic counting-test has no parameter 'every'")

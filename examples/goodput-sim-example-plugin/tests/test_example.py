@@ -1,6 +1,8 @@
 """The example plugin's components tested as objects, without installing the plugin: each runs
 through one simulation (or, for the agent, one call) and is checked against what it promises."""
 
+# The --8<-- comments mark the parts the documentation's "Extending" pages show.
+# --8<-- [start:setup]
 from functools import partial
 from types import SimpleNamespace
 
@@ -37,6 +39,10 @@ def simulate(policy, agent=None, dynamics=()) -> tuple[pd.DataFrame, dict]:
     return result.jobs.set_index("name"), result.cluster_summary
 
 
+# --8<-- [end:setup]
+# --8<-- [start:policy]
+
+
 def test_the_small_job_runs_first():
     """Under fifo the small job waits for the big one; under smallest-job-first it starts on
     arrival and the big job gives its GPUs back."""
@@ -45,6 +51,10 @@ def test_the_small_job_runs_first():
     assert ours.loc["small", "start"] == 60.0 < fifo.loc["small", "start"]
     assert ours.loc["small", "finish"] < ours.loc["big", "finish"]
     assert ours.loc["big", "restarts"] == 1 and fifo.loc["big", "restarts"] == 0
+
+
+# --8<-- [end:policy]
+# --8<-- [start:agent]
 
 
 def test_the_total_batch_grows_with_the_gpus():
@@ -59,9 +69,13 @@ def test_the_total_batch_grows_with_the_gpus():
         assert (gpus * local * (accumulation + 1) <= min(total + gpus, 4096)).all()
 
 
+# --8<-- [end:agent]
+# --8<-- [start:dynamic]
+
+
 @pytest.mark.parametrize("drain", [True, False])
 def test_maintenance_stops_the_job_on_the_node(drain):
-    """The one node goes offline at 300 s for 600 s: the big job (the only one by then) stops
+    """The one node goes offline at 300 s for 600 s: the big job, the one running then, stops
     once; drained it loses no work, stopped at once it loses what it trained since it began."""
     hours = {"start_hours": 300 / 3600, "hours": 600 / 3600}
     maintenance = partial(RollingMaintenance.build, **hours, drain=drain)
@@ -69,3 +83,6 @@ def test_maintenance_stops_the_job_on_the_node(drain):
     assert jobs.loc["big", "maintenance_stops"] == 1
     assert summary["maintenance_node_hours"] == pytest.approx(600 / 3600)
     assert (jobs.loc["big", "lost_gpu_seconds"] > 0) is not drain
+
+
+# --8<-- [end:dynamic]
