@@ -103,7 +103,7 @@ def named_dynamic(
         if name in DYNAMICS:
             problem = f"dynamic {name!r} is built in: every run has it, switched on by its settings"
         else:
-            hint = did_you_mean(name, [*installed, *DYNAMICS])
+            hint = did_you_mean(name, installed)
             known = f"installed: {', '.join(installed)}" if installed else "none is installed"
             problem = f"unknown dynamic {name!r}{hint}; {known}"
         raise InputError(argument, problem)
