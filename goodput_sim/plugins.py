@@ -26,10 +26,15 @@ _LOADED: set[str] = set()
 _ORIGINS: dict[tuple[str, str], str] = {}  # (group, component name) -> distribution
 
 
-def load_group(group: str, add: Callable[[str, object], list[str]]) -> None:
+def load_group(
+    group: str,
+    add: Callable[[str, object], list[str]],
+    registered: Callable[[], Iterable[str]] = tuple,
+) -> None:
     """Read entry-point ``group`` once per process: load each entry point and hand its object to
-    ``add(entry name, object)``, which registers it and returns the component names it added
-    (remembered as coming from the entry point's distribution)."""
+    ``add(entry name, object)``, which registers it and returns the component names it added.
+    Those, and any other name that appears in ``registered()`` while the entry point's module
+    is imported, are remembered as coming from the entry point's distribution."""
     if group in _LOADED:
         return
     _LOADED.add(group)  # first: a plugin that looks names up while loading does not recurse
@@ -37,8 +42,9 @@ def load_group(group: str, add: Callable[[str, object], list[str]]) -> None:
 
     for entry in sorted(entry_points(group=group), key=lambda e: e.name):
         dist = entry.dist.name if entry.dist is not None else entry.value.split(":")[0]
+        before = set(registered())
         try:
-            names = add(entry.name, entry.load())
+            names = [*add(entry.name, entry.load()), *(set(registered()) - before)]
         except Exception as error:  # a broken plugin must not break the built-in components
             warnings.warn(
                 f"plugin {entry.name!r} of {group} (from {dist}) was not loaded: "

@@ -306,6 +306,32 @@ def test_a_plugin_policy_is_loaded_once_when_a_name_is_looked_up(fake_entry_poin
     assert fake_entry_points.calls.count("goodput_sim.policies") == 1
 
 
+def test_policies_a_plugin_module_registers_as_it_loads_are_the_plugins(
+    fake_entry_points, tmp_path, monkeypatch
+):
+    """A plugin whose module also registers a policy with the decorator: both are the
+    plugin's, so the built-in policies' tests leave both alone."""
+    (tmp_path / "two_policies_test_plugin.py").write_text(
+        "from goodput_sim.policies import Decision, Policy, register\n"
+        "@register()\n"
+        "class Extra(Policy):\n"
+        "    name = 'extra-test-plugin'\n"
+        "    def allocate(self, snapshot):\n"
+        "        return Decision({})\n"
+        "class Main(Extra):\n"
+        "    name = 'main-test-plugin'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fake_entry_points("goodput_sim.policies", "main-test-plugin", "two_policies_test_plugin:Main")
+    try:
+        names = policy_base.policy_names()
+        assert {"main-test-plugin", "extra-test-plugin"} <= set(names)
+        for name in ("main-test-plugin", "extra-test-plugin"):
+            assert policy_base.policy_plugin(name) == "two_policies_test_plugin"
+    finally:
+        sys.modules.pop("two_policies_test_plugin", None)
+
+
 def test_a_broken_plugin_or_one_taking_a_built_in_name_is_skipped_with_a_warning(
     fake_entry_points,
 ):

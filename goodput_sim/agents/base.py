@@ -160,7 +160,7 @@ def agent_plugin(name: str) -> str | None:
 def agent_class(name: str, argument: str = "--agent") -> type[BatchAgent]:
     """A registered agent class by name; an unknown name is an error naming ``argument``."""
     _load_plugins()
-    if name not in _REGISTRY:
+    if not isinstance(name, str) or name not in _REGISTRY:
         hint = did_you_mean(name, _REGISTRY)
         raise InputError(
             argument, f"unknown agent {name!r}{hint}; known: {', '.join(agent_names())}"
@@ -171,7 +171,7 @@ def agent_class(name: str, argument: str = "--agent") -> type[BatchAgent]:
 def _load_plugins() -> None:
     """Third-party agents register through the ``goodput_sim.agents`` entry-point group
     (:mod:`goodput_sim.plugins`)."""
-    load_group(PLUGIN_GROUP, _add_plugin)
+    load_group(PLUGIN_GROUP, _add_plugin, lambda: _REGISTRY)
 
 
 def _add_plugin(entry: str, obj: object) -> list[str]:

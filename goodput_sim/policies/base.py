@@ -253,7 +253,7 @@ def policy_class(name: str, argument: str = "--policy") -> type[Policy]:
     ``argument`` (a flag, shown as the Python argument to Python callers: :class:`InputError`),
     each known policy once and the closest name."""
     _load_plugins()
-    key = _ALIASES.get(name, name) if isinstance(name, str) else name
+    key = _ALIASES.get(name, name) if isinstance(name, str) else None
     if key not in _REGISTRY:
         known = ", ".join(
             n + (f" ({', '.join(policy_aliases(n))})" if policy_aliases(n) else "")
@@ -272,7 +272,7 @@ def get_policy(name: str, params: Mapping[str, Any] | None = None, seed: int = 0
 def _load_plugins() -> None:
     """Third-party policies register through the ``goodput_sim.policies`` entry-point group
     (:mod:`goodput_sim.plugins`)."""
-    load_group(PLUGIN_GROUP, _add_plugin)
+    load_group(PLUGIN_GROUP, _add_plugin, lambda: _REGISTRY)
 
 
 def _add_plugin(entry: str, obj: object) -> list[str]:
