@@ -259,9 +259,9 @@ def test_failures_and_autoscaling_are_axes_of_an_experiment_file(typed, tmp_path
     ("extra", "message"),
     [
         ("interval: 30", "the interval is swept by the intervals key"),
-        ("mtbf: -3", "--mtbf: must be positive hours"),
+        ("mtbf: -3", "key settings: mtbf: must be positive hours"),  # the file's key
         ("restart_delay: [30, 30]", "key settings.restart_delay: lists a value twice"),
-        ("max_nodes: [4]", "--min-nodes: give both or neither"),
+        ("max_nodes: [4]", "key settings: min_nodes: give both or neither"),
         ("failure_trace: gone.csv", "key settings.failure_trace: no failure trace at"),
         ("placement_order: [node, sideways]", "expected allocation or node"),
     ],
