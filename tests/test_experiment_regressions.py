@@ -357,7 +357,8 @@ def test_a_key_written_twice_in_an_experiment_file_is_refused(tmp_path, text, wh
 def test_a_nested_setting_out_of_range_is_refused_without_its_group(values, option):
     with pytest.raises(InputError) as error:
         build_config(values)
-    assert str(error.value).startswith(option), error.value
+    assert str(error.value).startswith(argument_name(option)), error.value  # Python's name
+    assert error.value.cli_text().startswith(option), error.value  # the CLI's flag
 
 
 def test_yaml_numbers_read_as_text_get_a_hint(tmp_path):
