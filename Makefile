@@ -41,7 +41,7 @@ corrupt-inputs: install
 	$(BIN)/python benchmarks/corrupt_inputs.py
 
 lint: install
-	$(BIN)/ruff check goodput_sim tests benchmarks
+	$(BIN)/ruff check goodput_sim tests benchmarks examples
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -31,7 +31,7 @@ from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
 from goodput_sim.results.saved import check_seed, file_hash
-from goodput_sim.sim.dynamics import DynamicFactory
+from goodput_sim.sim.dynamics import DynamicFactory, as_factories
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
 from goodput_sim.sim.observe import RoundObserver
@@ -63,6 +63,7 @@ def check_policies(
     if not names:
         raise InputError("--policies", "names no policy")
     for name in names:
+        policy_class(name, "--policies")
         make_policy_and_agent(name, agent, params)
     return names
 
@@ -165,17 +166,18 @@ def run(
     params: Mapping[str, Any] | None = None,
     progress: bool = False,
     observers: Sequence[RoundObserver] = (),
-    dynamics: Sequence[DynamicFactory] = (),
+    dynamics: Sequence[DynamicFactory | str] = (),
     **settings: Any,
 ) -> SimResult:
     """Replay ``workload`` (default: the bundled one) under ``policy`` with batch ``agent``
     (default: the policy's own) and ``params`` for either; jobs and rounds tables. With
     ``progress``, a bar of finished jobs appears on a terminal once a run lasts 2 s; each of
     ``observers`` is called with every round's frozen record; ``dynamics`` are built for this
-    run beside the registered ones (:mod:`goodput_sim.sim.dynamics`). Engine ``settings`` go by the
-    CLI's names (``interval=120``, ``mtbf=12``; ``goodput_sim.spec``), checked as there, or
-    all at once as a ``config``."""
+    run beside the registered ones (:mod:`goodput_sim.sim.dynamics`; an installed plugin's by
+    its name). Engine ``settings`` go by the CLI's names (``interval=120``, ``mtbf=12``;
+    ``goodput_sim.spec``), checked as there, or all at once as a ``config``."""
     seed = check_seed(seed)
+    dynamics = as_factories(dynamics)
     config = _settings_config(config, settings, seed, cluster)
     scheduler, batch_agent = make_policy_and_agent(policy, agent, params, seed)
     profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
@@ -255,18 +257,24 @@ def compare(
     agent: str | None = None,
     params: Mapping[str, Any] | None = None,
     progress: bool = False,
+    dynamics: Sequence[DynamicFactory | str] = (),
     **settings: Any,
 ) -> Comparison:
-    """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``
-    and ``params`` apply to every policy, and engine ``settings`` as in :func:`run`."""
+    """Run each policy on the same inputs (in ``workers`` processes) and summarise; ``agent``,
+    ``params`` and ``dynamics`` apply to every policy, and engine ``settings`` as in
+    :func:`run`."""
     seed = check_seed(seed)
+    dynamics = as_factories(dynamics)
     config = _settings_config(config, settings, seed, cluster)
     policies = check_policies(policies, agent, params)
     spec = as_cluster(cluster, config)
     profile_map = load_profiles(profiles)
     frame = _workload(workload, profile_map, spec)
     check_gpu_types(spec, profile_map, frame["application"])
-    tasks = [(name, frame, profiles, spec, seed, config, agent, params) for name in policies]
+    extra = (False, (), dynamics)  # run's progress, observers and dynamics
+    tasks = [
+        (name, frame, profiles, spec, seed, config, agent, params, *extra) for name in policies
+    ]
     with progress_bar(progress, len(tasks), "policies", "run") as bar:
         if workers > 1 and len(tasks) > 1:
             with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
@@ -279,13 +287,17 @@ def compare(
         else:
             results = {}
             for name in policies:
-                results[name] = run(name, frame, profile_map, spec, seed, config, agent, params)
+                results[name] = run(
+                    name, frame, profile_map, spec, seed, config, agent, params, *extra
+                )
                 bar.update()
     summaries = {name: run_summary(r) for name, r in results.items()}
     if has_failures(config, spec, profile_map.values()):
         plain_config, plain_cluster = failure_free(config, spec)
         for name in policies:  # the same runs with no node failing, for the cost of failures
-            twin = run(name, frame, profile_map, plain_cluster, seed, plain_config, agent, params)
+            twin = run(
+                name, frame, profile_map, plain_cluster, seed, plain_config, agent, params, *extra
+            )
             summaries[name]["avg_jct_without_failures"] = run_summary(twin)["avg_jct"]
     for name, r in results.items():
         summaries[name]["wall_seconds"] = r.wall_seconds

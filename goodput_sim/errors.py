@@ -5,9 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+_ARGUMENTS = {"--param": "params"}  # flags whose Python argument is spelled otherwise
+
+
+def argument_name(flag: str) -> str:
+    """The Python argument a CLI flag stands for: ``--restart-delay`` is ``restart_delay``,
+    ``--param`` is ``params``."""
+    return _ARGUMENTS.get(flag, flag[2:].replace("-", "_"))
+
 
 class InputError(Exception):
-    """Bad user input: names the source (file), where in it (line, row or field) and the problem."""
+    """Bad user input: names the source (file), where in it (line, row or field) and the problem.
+
+    A source spelled as a command-line flag (``--policy``) names an argument: ``str()``, what a
+    Python caller sees, names the argument (``policy``, ``params``), and :meth:`cli_text`,
+    what the command line prints, the flag."""
 
     def __init__(self, source: str | Path | None, problem: str, where: str | int | None = None):
         self.source = str(source) if source is not None else None
@@ -20,9 +32,20 @@ class InputError(Exception):
         return (type(self), (self.source, self.problem, self.where))
 
     def __str__(self) -> str:
-        """The message on one line: a line break or other control character from the input
-        itself (a file name, a key) is shown escaped, never printed."""
-        parts = [p for p in (self.source, self._where_text()) if p]
+        """The message on one line, an argument named as in Python: a line break or other
+        control character from the input itself (a file name, a key) is shown escaped, never
+        printed."""
+        return self._text(cli=False)
+
+    def cli_text(self) -> str:
+        """The message on one line, an argument named by its command-line flag."""
+        return self._text(cli=True)
+
+    def _text(self, cli: bool) -> str:
+        source = self.source
+        if not cli and source is not None and source.startswith("--"):
+            source = argument_name(source)
+        parts = [p for p in (source, self._where_text()) if p]
         prefix = ": ".join(parts)
         text = f"{prefix}: {self.problem}" if prefix else self.problem
         return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

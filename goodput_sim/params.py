@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goodput_sim.errors import InputError
+from goodput_sim.plugins import did_you_mean
 from goodput_sim.usertext import parse_float, parse_int
 
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
@@ -81,8 +82,9 @@ def resolve(declared: Iterable[Param], given: Mapping[str, Any], owner: str) -> 
     unknown = sorted(set(given) - set(declared))
     if unknown:
         known = ", ".join(sorted(declared)) or "none"
+        hint = did_you_mean(unknown[0], declared)
         raise InputError(
-            "--param", f"{owner} has no parameter {unknown[0]!r}; its parameters: {known}"
+            "--param", f"{owner} has no parameter {unknown[0]!r}{hint}; its parameters: {known}"
         )
     return {
         name: p.convert(given[name], owner) if name in given else p.default

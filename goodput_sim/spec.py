@@ -32,6 +32,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.inputs.failures import REPAIRS, Failure, FailureModel, read_failure_trace
 from goodput_sim.models.lr import parse_overrides
+from goodput_sim.plugins import did_you_mean
 from goodput_sim.usertext import parse_float
 
 if TYPE_CHECKING:
@@ -518,8 +519,9 @@ BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
 def setting(name: str) -> Setting:
     """The declared setting ``name``; an unknown name is an error listing the known ones."""
     if name not in BY_NAME:
+        hint = did_you_mean(name, BY_NAME)
         raise InputError(
-            "settings", f"unknown setting {name!r}; known: {', '.join(sorted(BY_NAME))}"
+            "settings", f"unknown setting {name!r}{hint}; known: {', '.join(sorted(BY_NAME))}"
         )
     return BY_NAME[name]
 
@@ -687,7 +689,8 @@ def config_from_record(record: Mapping[str, Any]) -> SimConfig:
 def _known_keys(record: Mapping[str, Any], known: set[str], where: str) -> None:
     unknown = sorted(str(k) for k in record if k not in known)
     if unknown:
-        raise InputError(where, f"unknown key(s) {', '.join(unknown)}")
+        hint = did_you_mean(unknown[0], known)
+        raise InputError(where, f"unknown key(s) {', '.join(unknown)}{hint}")
 
 
 def _recorded_trace(value: object) -> tuple[Failure, ...] | None:

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from goodput_sim.cli import main
-from goodput_sim.errors import InputError
+from goodput_sim.errors import InputError, argument_name
 from goodput_sim.experiments.cost_jct import cost_jct_report, read_runs
 from goodput_sim.experiments.failure_cost import read_failure_runs, slowdown_table
 from goodput_sim.experiments.sweep import MAX_NAME_BYTES, bounded_name, sweep_table
@@ -268,7 +268,8 @@ def test_cost_jct_counts_the_runs_a_mean_is_over(tmp_path):
 def test_autoscaler_settings_without_node_bounds_are_refused(values, option):
     with pytest.raises(InputError, match="need --min-nodes and --max-nodes") as error:
         build_config(values)
-    assert str(error.value).startswith(option)
+    assert error.value.cli_text().startswith(option)  # the CLI names the flag
+    assert str(error.value).startswith(argument_name(option))  # Python, the argument
     bounded = build_config({**values, "min_nodes": 1, "max_nodes": 2})
     assert bounded.autoscale is not None
     assert build_config({"autoscaler": "utility"}).autoscale is None  # the default: no setting
@@ -356,7 +357,8 @@ def test_a_key_written_twice_in_an_experiment_file_is_refused(tmp_path, text, wh
 def test_a_nested_setting_out_of_range_is_refused_without_its_group(values, option):
     with pytest.raises(InputError) as error:
         build_config(values)
-    assert str(error.value).startswith(option), error.value
+    assert str(error.value).startswith(argument_name(option)), error.value  # Python's name
+    assert error.value.cli_text().startswith(option), error.value  # the CLI's flag
 
 
 def test_yaml_numbers_read_as_text_get_a_hint(tmp_path):

@@ -109,8 +109,10 @@ def test_the_declared_ranges_are_the_ones_simconfig_enforces():
             if bound is None:
                 continue
             outside = bound if is_open else bound + step * max(1.0, abs(bound) * 1e-9)
-            with pytest.raises(InputError, match=setting.flag):
+            with pytest.raises(InputError) as error:
                 SimConfig(**{setting.field: outside})
+            assert str(error.value).startswith(f"{setting.name}: ")  # Python: the argument
+            assert error.value.cli_text().startswith(f"{setting.flag}: ")  # the CLI: the flag
             if not is_open:
                 SimConfig(**{setting.field: bound})
 

@@ -259,9 +259,9 @@ def test_failures_and_autoscaling_are_axes_of_an_experiment_file(typed, tmp_path
     ("extra", "message"),
     [
         ("interval: 30", "the interval is swept by the intervals key"),
-        ("mtbf: -3", "--mtbf: must be positive hours"),
+        ("mtbf: -3", "key settings: mtbf: must be positive hours"),  # the file's key
         ("restart_delay: [30, 30]", "key settings.restart_delay: lists a value twice"),
-        ("max_nodes: [4]", "--min-nodes: give both or neither"),
+        ("max_nodes: [4]", "key settings: min_nodes: give both or neither"),
         ("failure_trace: gone.csv", "key settings.failure_trace: no failure trace at"),
         ("placement_order: [node, sideways]", "expected allocation or node"),
     ],
@@ -287,7 +287,7 @@ def test_the_run_budget_refuses_a_bigger_grid_before_any_run_and_can_be_raised(t
     pd.read_csv(bundled_workload()).iloc[:3].to_csv(jobs, index=False)
     out = tmp_path / "s"
     grid = {"policies": ["fifo"], "workloads": [jobs], "seeds": (0, 1), "progress": False}
-    with pytest.raises(InputError, match="--max-runs"):
+    with pytest.raises(InputError, match="^max_runs: "):  # in Python: the argument's name
         sweep(out=out, max_runs=1, cluster="2x4", **grid)
     assert not out.exists()
     assert len(sweep(out=out, max_runs=2, cluster="2x4", **grid)) == 2

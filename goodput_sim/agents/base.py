@@ -20,6 +20,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.models.goodput import fixed_batch_config
 from goodput_sim.models.limits import Limits
 from goodput_sim.params import Param, resolve
+from goodput_sim.plugins import did_you_mean, load_group, plugin_distribution
 from goodput_sim.sim.jobs import BeliefView
 
 BatchPlan = tuple[NDArray, NDArray]
@@ -127,22 +128,60 @@ def fixed_configs(
 
 
 _REGISTRY: dict[str, type[BatchAgent]] = {}
+PLUGIN_GROUP = "goodput_sim.agents"
 
 
 def register_agent(cls: type[BatchAgent]) -> type[BatchAgent]:
-    """Class decorator: make an agent available to ``--agent NAME``."""
+    """Class decorator: make an agent available to ``--agent NAME``. A name is given to one
+    agent: registering another class under a taken name is an error."""
+    taken = _REGISTRY.get(cls.name)
+    if taken is not None and (taken.__module__, taken.__qualname__) != (
+        cls.__module__,
+        cls.__qualname__,
+    ):
+        raise ValueError(f"an agent named {cls.name!r} is registered already ({taken!r})")
     _REGISTRY[cls.name] = cls
     return cls
 
 
 def agent_names() -> list[str]:
+    """Every registered agent's name (built-in and plugins), sorted."""
+    _load_plugins()
     return sorted(_REGISTRY)
 
 
-def agent_class(name: str) -> type[BatchAgent]:
-    if name not in _REGISTRY:
-        raise InputError("--agent", f"unknown agent {name!r}; known: {', '.join(agent_names())}")
+def agent_plugin(name: str) -> str | None:
+    """The distribution that installed agent ``name`` through an entry point; None for a
+    built-in agent."""
+    _load_plugins()
+    return plugin_distribution(PLUGIN_GROUP, name)
+
+
+def agent_class(name: str, argument: str = "--agent") -> type[BatchAgent]:
+    """A registered agent class by name; an unknown name is an error naming ``argument``."""
+    _load_plugins()
+    if not isinstance(name, str) or name not in _REGISTRY:
+        hint = did_you_mean(name, _REGISTRY)
+        raise InputError(
+            argument, f"unknown agent {name!r}{hint}; known: {', '.join(agent_names())}"
+        )
     return _REGISTRY[name]
+
+
+def _load_plugins() -> None:
+    """Third-party agents register through the ``goodput_sim.agents`` entry-point group
+    (:mod:`goodput_sim.plugins`)."""
+    load_group(PLUGIN_GROUP, _add_plugin, lambda: _REGISTRY)
+
+
+def _add_plugin(entry: str, obj: object) -> list[str]:
+    """Register the agent class an entry point names (its module may have done so already)."""
+    if not (isinstance(obj, type) and issubclass(obj, BatchAgent)):
+        raise TypeError(f"expected a BatchAgent subclass, found {obj!r}")
+    if entry != obj.name:
+        raise ValueError(f"the entry point is named {entry!r} but the agent {obj.name!r}")
+    register_agent(obj)
+    return [obj.name]
 
 
 def get_agent(name: str, params: Mapping[str, Any] | None = None) -> BatchAgent:

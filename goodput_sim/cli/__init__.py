@@ -41,7 +41,7 @@ class _Main(click.Group):
             with one_blas_thread():
                 return super().invoke(ctx)
         except InputError as err:
-            click.echo(f"error: {err}", err=True)
+            click.echo(f"error: {err.cli_text()}", err=True)
             sys.exit(2)
         except click.UsageError as err:  # a bad option value: one line too, not click's three
             click.echo(f"error: {err.format_message()}", err=True)

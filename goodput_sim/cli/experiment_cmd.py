@@ -11,6 +11,7 @@ from goodput_sim import jsonio
 from goodput_sim.cli import main, profiles_option
 from goodput_sim.cli.numbers import Int
 from goodput_sim.errors import InputError
+from goodput_sim.plugins import did_you_mean
 from goodput_sim.usertext import parse_float, parse_int
 
 report_folder = click.option(
@@ -32,8 +33,16 @@ def _names(text: str, known, option: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in known]
     if not names or unknown:
-        raise InputError(option, f"expected names from {', '.join(known)}, got {text!r}")
+        hint = did_you_mean(unknown[0], known) if unknown else ""
+        raise InputError(option, f"expected names from {', '.join(known)}, got {text!r}{hint}")
     return names
+
+
+def _policies(text: str) -> tuple[str, ...]:
+    """``--policies``: comma-separated names of registered policies (plugins' too) or aliases."""
+    from goodput_sim.api import check_policies, parse_policies
+
+    return tuple(check_policies(parse_policies(text)))
 
 
 def _versus(row, key: str) -> str:
@@ -198,7 +207,6 @@ def limited_adaptivity_cmd(
     strong-scaling), the Sia paper's limited-adaptivity experiment."""
     from goodput_sim.api import checked_output_path
     from goodput_sim.experiments.limited_adaptivity import run_limited_adaptivity
-    from goodput_sim.policies import policy_names
 
     out = checked_output_path(out, "--out")
     if out.exists() and not out.is_dir():
@@ -215,7 +223,7 @@ def limited_adaptivity_cmd(
         out,
         profiles,
         cluster,
-        _names(policies, policy_names(), "--policies"),
+        _policies(policies),
         category,
         tuple(sorted(set(values))),
         seed,
@@ -224,12 +232,14 @@ def limited_adaptivity_cmd(
     click.echo(
         f"{len(files)} workload(s), cluster {cluster}, {category} share drawn with seed {seed}"
     )
+    wide = max([10, *(len(str(name)) for name in report["policy"])])
     click.echo(
-        f"{'policy':<10} {'share':>5} {'avg JCT h':>9} {'vs 0%':>7} {'makespan h':>10} {'vs 0%':>7}"
+        f"{'policy':<{wide}} {'share':>5} {'avg JCT h':>9} {'vs 0%':>7} {'makespan h':>10} "
+        f"{'vs 0%':>7}"
     )
     for row in report.itertuples():  # '-': no finished job, or no share 0 to compare with
         click.echo(
-            f"{row.policy:<10} {row.share:>5.0%} {_number(row.avg_jct_h):>9} "
+            f"{row.policy:<{wide}} {row.share:>5.0%} {_number(row.avg_jct_h):>9} "
             f"{_number(row.avg_jct_h_vs_adaptive):>7} {_number(row.makespan_h):>10} "
             f"{_number(row.makespan_h_vs_adaptive):>7}"
         )

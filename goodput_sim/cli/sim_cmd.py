@@ -31,6 +31,7 @@ from goodput_sim.cli import main, profiles_option, writing
 from goodput_sim.cli.numbers import Float, Int
 from goodput_sim.errors import InputError
 from goodput_sim.params import parse_assignments
+from goodput_sim.plugins import did_you_mean
 from goodput_sim.results.compare_table import table_lines
 from goodput_sim.results.metrics import run_summary
 from goodput_sim.results.report import statistic_text
@@ -109,8 +110,9 @@ def _load_config(ctx: click.Context, _param, path: Path | None) -> Path | None:
         name = str(key).replace("-", "_")
         option = options.get(name)
         if option is None:
-            known = ", ".join(sorted(k for k, o in options.items() if o is not None))
-            raise InputError(path, f"unknown option {key!r}; known: {known}")
+            names = sorted(k for k, o in options.items() if o is not None)
+            hint = did_you_mean(name, names)
+            raise InputError(path, f"unknown option {key!r}{hint}; known: {', '.join(names)}")
         if option.name in given and option.name not in ("params",):
             raise InputError(
                 path,
@@ -397,18 +399,19 @@ def print_comparison(comparison: Comparison) -> None:
     as plain text."""
     s = comparison.summary
     autoscaled = any(r.config.get("autoscale") is not None for r in comparison.results.values())
-    for line in table_lines(s, autoscaled):
+    wide = max([11, *(len(str(name)) for name in s.index)])  # plugins' names may be longer
+    for line in table_lines(s, autoscaled, name_width=wide):
         click.echo(line)
     typed = [c for c in s.columns if c.startswith("gpu_hours_") and c != "gpu_hours_per_job"]
     if typed:
         click.echo("\nGPU-hours by GPU type, moves between types")
         for name, row in s.iterrows():
             parts = "  ".join(f"{c[len('gpu_hours_') :]} {row[c]:.1f}" for c in typed)
-            click.echo(f"{name:<11} {parts}  moves {int(row.type_moves)}")
+            click.echo(f"{name:<{wide}} {parts}  moves {int(row.type_moves)}")
     if "ftf_rho_max" in s:
         click.echo(f"\nfinish-time fairness ({FAIRNESS_NOTE})")
         for name, row in s.iterrows():
-            click.echo(f"{name:<11} {_fairness_text(row)}")
+            click.echo(f"{name:<{wide}} {_fairness_text(row)}")
     claim = comparison.claim
     if not claim.get("available"):
         click.echo("claim check: needs the goodput policy in the comparison")
@@ -425,7 +428,7 @@ def print_comparison(comparison: Comparison) -> None:
         verdict = (
             "within" if v["within_paper_range"] else ("above" if v["reduction"] > high else "below")
         )
-        click.echo(f"  vs {name:<11} {v['reduction']:>7.1%}   ({verdict} the paper's range)")
+        click.echo(f"  vs {name:<{wide}} {v['reduction']:>7.1%}   ({verdict} the paper's range)")
 
 
 def write_comparison(
@@ -568,7 +571,8 @@ def demo_cmd(out: Path, workers: int, quiet: bool) -> None:
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def policies_cmd(fmt: str) -> None:
-    """List the registered policies and batch agents: aliases, default agent, parameters."""
+    """List the registered policies, batch agents, autoscalers and dynamics, built in or
+    installed by plugins: aliases, default agent, parameters."""
     from goodput_sim.cli.catalog import catalog, catalog_text
 
     if fmt == "json":

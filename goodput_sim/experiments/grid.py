@@ -48,6 +48,7 @@ from goodput_sim.inputs.cluster import ClusterSpec, parse_cluster
 from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.inputs.sources import WorkloadSource, checked_generate
 from goodput_sim.inputs.workload import MAX_LOAD, check_load
+from goodput_sim.plugins import did_you_mean
 from goodput_sim.results.saved import MAX_SEED, is_seed
 from goodput_sim.sim.budget import MAX_GRID_RUNS
 from goodput_sim.spec import BY_NAME, SimConfig, build_config, setting, with_settings
@@ -100,7 +101,8 @@ def load_experiment(path: str | Path) -> Experiment:
         raise InputError(path, "expected a mapping of experiment keys")
     unknown = set(data) - KEYS
     if unknown:
-        raise InputError(path, f"unknown key(s) {sorted(unknown)}; expected {sorted(KEYS)}")
+        hint = did_you_mean(min(map(str, unknown)), KEYS)
+        raise InputError(path, f"unknown key(s) {sorted(unknown)}{hint}; expected {sorted(KEYS)}")
     for key in ("policies", "workloads"):
         if key not in data:
             raise InputError(path, "is required", f"key {key}")
@@ -191,7 +193,8 @@ def _policy(path: Path, k: int, entry: object) -> tuple[str, str | None, dict[st
         raise InputError(path, "expected a policy name or a mapping with policy", where)
     unknown = set(entry) - {"policy", "agent", "params"}
     if unknown:
-        raise InputError(path, f"unknown field(s) {sorted(unknown)}", where)
+        hint = did_you_mean(min(map(str, unknown)), ("policy", "agent", "params"))
+        raise InputError(path, f"unknown field(s) {sorted(unknown)}{hint}", where)
     agent, params = entry.get("agent"), entry.get("params", {})
     if not isinstance(entry["policy"], str) or (agent is not None and not isinstance(agent, str)):
         raise InputError(path, "policy and agent must be names", where)
@@ -228,7 +231,8 @@ def _workloads(path: Path, here: Path, entries: list) -> list[WorkloadSource]:
         elif isinstance(entry, dict) and "generate" in entry:
             unknown = set(entry) - {"generate", "name"}
             if unknown:
-                raise InputError(path, f"unknown field(s) {sorted(unknown)}", where)
+                hint = did_you_mean(min(map(str, unknown)), ("generate", "name"))
+                raise InputError(path, f"unknown field(s) {sorted(unknown)}{hint}", where)
             settings = entry["generate"]
             if isinstance(settings, dict) and isinstance(settings.get("stats"), str):
                 settings = {**settings, "stats": str(here / settings["stats"])}
@@ -404,7 +408,10 @@ def _variants(path: Path, here: Path, value: object) -> list[Variant]:
         unknown = sorted(set(bundle) - set(known))
         if unknown:
             hint = "; the interval is swept by the intervals key" if "interval" in unknown else ""
-            raise InputError(path, f"unknown key(s) {unknown}; expected {known}{hint}", where)
+            guess = did_you_mean(str(unknown[0]), known) if not hint else ""
+            raise InputError(
+                path, f"unknown key(s) {unknown}{guess}; expected {known}{hint}", where
+            )
         for key, item in bundle.items():
             if isinstance(item, list):
                 raise InputError(

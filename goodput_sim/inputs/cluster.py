@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.safe_yaml import load_yaml
+from goodput_sim.plugins import did_you_mean
 
 _SHAPE = re.compile(r"^\s*([0-9]+)\s*[xX]\s*([0-9]+)\s*$")
 DEFAULT_GPU_TYPE = "T4"  # the Pollux testbed's GPU, which the bundled profiles describe
@@ -329,7 +330,8 @@ def parse_cluster(text: str | Path) -> ClusterSpec:
     if "groups" in data:
         extra = set(data) - {"groups", "domains", "scale"}
         if extra:
-            raise InputError(path, f"unknown field(s) {sorted(extra)} beside groups")
+            hint = did_you_mean(min(map(str, extra)), ("groups", "domains", "scale"))
+            raise InputError(path, f"unknown field(s) {sorted(extra)} beside groups{hint}")
         entries = data["groups"]
         if not isinstance(entries, list) or not entries:
             raise InputError(path, "must be a non-empty list of node groups", where="field groups")
@@ -406,7 +408,8 @@ def _checked_group(data: object, source: str | Path, prefix: str) -> NodeGroup:
     if unknown:
         raise InputError(
             source,
-            f"unknown field(s) {sorted(unknown)}; expected {sorted(known)}",
+            f"unknown field(s) {sorted(unknown)}{did_you_mean(min(map(str, unknown)), known)}; "
+            f"expected {sorted(known)}",
             where=f"field {prefix.rstrip('.')}" if prefix else None,
         )
     limits = {"nodes": _MAX_NODES, "gpus_per_node": _MAX_GPUS_PER_NODE}
@@ -496,7 +499,9 @@ def _checked_domains(
         if unknown:
             raise InputError(
                 source,
-                f"unknown field(s) {sorted(unknown)}; expected {sorted(_DOMAIN_FIELDS)}",
+                f"unknown field(s) {sorted(unknown)}"
+                f"{did_you_mean(min(map(str, unknown)), _DOMAIN_FIELDS)}; "
+                f"expected {sorted(_DOMAIN_FIELDS)}",
                 where,
             )
         rates = {k: _optional_field(v, k, source, f"{where}.{k}") for k, v in given.items()}

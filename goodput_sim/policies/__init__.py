@@ -18,6 +18,7 @@ from goodput_sim.policies.base import (
     policy_aliases,
     policy_class,
     policy_names,
+    policy_plugin,
     register,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "policy_aliases",
     "policy_class",
     "policy_names",
+    "policy_plugin",
     "register",
 ]

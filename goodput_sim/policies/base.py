@@ -24,6 +24,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.limits import Limits
 from goodput_sim.params import Param, resolve
+from goodput_sim.plugins import did_you_mean, load_group, plugin_distribution
 from goodput_sim.profiles.base import ApplicationProfile
 from goodput_sim.sim.jobs import BeliefView
 
@@ -204,12 +205,18 @@ class Policy(SimulationBound, ABC):
 
 _REGISTRY: dict[str, type[Policy]] = {}
 _ALIASES: dict[str, str] = {}
+PLUGIN_GROUP = "goodput_sim.policies"
 
 
 def register(*aliases: str) -> Callable[[type[Policy]], type[Policy]]:
-    """Class decorator: make a policy available to ``--policy NAME`` (and its aliases)."""
+    """Class decorator: make a policy available to ``--policy NAME`` (and its aliases). A name
+    is given to one policy: registering another class under a taken name is an error."""
 
     def wrap(cls: type[Policy]) -> type[Policy]:
+        for name in (cls.name, *aliases):
+            taken = _REGISTRY.get(_ALIASES.get(name, name))
+            if taken is not None and not _same_class(taken, cls):
+                raise ValueError(f"a policy named {name!r} is registered already ({taken!r})")
         _REGISTRY[cls.name] = cls
         for alias in aliases:
             _ALIASES[alias] = cls.name
@@ -218,7 +225,14 @@ def register(*aliases: str) -> Callable[[type[Policy]], type[Policy]]:
     return wrap
 
 
+def _same_class(a: type, b: type) -> bool:
+    """One class, or the same class defined again (a module imported anew)."""
+    return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
 def policy_names() -> list[str]:
+    """Every registered policy's name (built-in and plugins), sorted."""
+    _load_plugins()
     return sorted(_REGISTRY)
 
 
@@ -227,13 +241,26 @@ def policy_aliases(name: str) -> list[str]:
     return sorted(alias for alias, target in _ALIASES.items() if target == name != alias)
 
 
-def policy_class(name: str) -> type[Policy]:
-    """A registered policy class by name or alias."""
+def policy_plugin(name: str) -> str | None:
+    """The distribution that installed policy ``name`` through an entry point; None for a
+    built-in policy."""
     _load_plugins()
-    key = _ALIASES.get(name, name)
+    return plugin_distribution(PLUGIN_GROUP, _ALIASES.get(name, name))
+
+
+def policy_class(name: str, argument: str = "--policy") -> type[Policy]:
+    """A registered policy class by name or alias; an unknown name is an error naming
+    ``argument`` (a flag, shown as the Python argument to Python callers: :class:`InputError`),
+    each known policy once and the closest name."""
+    _load_plugins()
+    key = _ALIASES.get(name, name) if isinstance(name, str) else None
     if key not in _REGISTRY:
-        known = ", ".join(policy_names() + sorted(_ALIASES))
-        raise InputError("--policy", f"unknown policy {name!r}; known: {known}")
+        known = ", ".join(
+            n + (f" ({', '.join(policy_aliases(n))})" if policy_aliases(n) else "")
+            for n in policy_names()
+        )
+        hint = did_you_mean(name, [*_REGISTRY, *_ALIASES])
+        raise InputError(argument, f"unknown policy {name!r}{hint}; known: {known}")
     return _REGISTRY[key]
 
 
@@ -243,9 +270,17 @@ def get_policy(name: str, params: Mapping[str, Any] | None = None, seed: int = 0
 
 
 def _load_plugins() -> None:
-    """Third-party policies register through the ``goodput_sim.policies`` entry-point group."""
-    from importlib.metadata import entry_points
+    """Third-party policies register through the ``goodput_sim.policies`` entry-point group
+    (:mod:`goodput_sim.plugins`)."""
+    load_group(PLUGIN_GROUP, _add_plugin, lambda: _REGISTRY)
 
-    for entry in entry_points(group="goodput_sim.policies"):
-        if entry.name not in _REGISTRY:
-            entry.load()
+
+def _add_plugin(entry: str, obj: object) -> list[str]:
+    """Register the policy class an entry point names (its module may have done so already)."""
+    if not (isinstance(obj, type) and issubclass(obj, Policy)):
+        raise TypeError(f"expected a Policy subclass, found {obj!r}")
+    if entry != obj.name:
+        raise ValueError(f"the entry point is named {entry!r} but the policy {obj.name!r}")
+    if _REGISTRY.get(obj.name) is not obj:
+        register()(obj)
+    return [obj.name]

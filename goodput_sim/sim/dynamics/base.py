@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from goodput_sim.params import Param, resolve
 from goodput_sim.sim.clock import Cause
 
 if TYPE_CHECKING:
@@ -130,7 +131,9 @@ class Dynamic:
     ``replaces_work``, True when jobs' work is no longer the profile's epochs (isolated times,
     and so finish-time fairness, are then undefined); ``loses_work``, True when it can undo
     jobs' work other than by taking nodes down (the pool's failure rates count those).
-    ``columns`` (set per run) names the ``jobs.csv`` columns :meth:`job_columns` adds."""
+    ``columns`` (set per run) names the ``jobs.csv`` columns :meth:`job_columns` adds.
+    ``params`` declares, as data, the parameters of a dynamic that a run names (a plugin's,
+    :func:`goodput_sim.sim.dynamics.named_dynamic`); their values are in ``values``."""
 
     name: ClassVar[str] = ""
     settings: ClassVar[tuple[str, ...]] = ()
@@ -138,16 +141,19 @@ class Dynamic:
     keeps_decisions: ClassVar[bool] = True
     replaces_work: ClassVar[bool] = False
     loses_work: ClassVar[bool] = False
+    params: ClassVar[tuple[Param, ...]] = ()
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, **values: Any):
         self.world = world
         self.columns: tuple[str, ...] = ()
+        self.values = resolve(type(self).params, values, f"dynamic {self.name}")
 
     @classmethod
-    def build(cls, world: World) -> Dynamic | None:
+    def build(cls, world: World, **values: Any) -> Dynamic | None:
         """This dynamic for one run, or None where the run's specification leaves it out.
-        Inputs it cannot work with are refused here (an ``InputError`` naming the setting)."""
-        return cls(world)
+        Inputs it cannot work with are refused here (an ``InputError`` naming the setting).
+        ``values``: the declared ``params`` a run gives a dynamic it names."""
+        return cls(world, **values)
 
     def check(self) -> None:
         """Once every dynamic of the run is built: refuse what needs the others to judge."""
