@@ -27,8 +27,9 @@ PAGES = sorted(
     if blocks(p) and not p.relative_to(DOCS).as_posix().startswith(NOT_RUN)
 )
 
-sys.path.insert(0, str(DOCS))
-from render_notebooks import DIGEST, SOURCE, TARGET, digest  # noqa: E402
+_spec = importlib.util.spec_from_file_location("render_notebooks", DOCS / "render_notebooks.py")
+render_notebooks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(render_notebooks)
 
 
 def _page_id(path: Path) -> str:
@@ -75,14 +76,15 @@ def test_a_pages_blocks_run_in_order(page, tmp_path, monkeypatch):
 
 
 def test_every_notebook_is_rendered_from_its_current_source():
-    notebooks = sorted(SOURCE.glob("*.ipynb"))
-    pages = {p.stem for p in TARGET.glob("*.md")} - {"index"}
+    rn = render_notebooks
+    notebooks = sorted(rn.SOURCE.glob("*.ipynb"))
+    pages = {p.stem for p in rn.TARGET.glob("*.md")} - {"index"}
     assert pages == {p.stem for p in notebooks}, "run `make docs-notebooks`"
     for path in notebooks:
-        page = (TARGET / f"{path.stem}.md").read_text()
-        assert page.startswith(DIGEST.format(name=path.name, digest=digest(path))), (
+        page = (rn.TARGET / f"{path.stem}.md").read_text()
+        assert page.startswith(rn.DIGEST.format(name=path.name, digest=rn.digest(path))), (
             f"{path.name} changed since its page was rendered: run `make docs-notebooks`"
         )
         figures = re.findall(r"\]\(([^)]+\.png)\)", page)
         assert figures, f"{path.name}: the rendered page shows no figure"
-        assert all((TARGET / f).is_file() for f in figures)
+        assert all((rn.TARGET / f).is_file() for f in figures)
