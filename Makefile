@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
 SIA_REFERENCE ?= ../shared/reference/sia-sosp23
 
-.PHONY: install demo test validate bench bench-scale bench-million-rows bench-philly corrupt-inputs lint clean
+.PHONY: install demo test validate bench bench-scale bench-million-rows bench-philly corrupt-inputs lint docs docs-serve docs-notebooks clean
 
 install: $(STAMP)
 
@@ -41,7 +41,19 @@ corrupt-inputs: install
 	$(BIN)/python benchmarks/corrupt_inputs.py
 
 lint: install
-	$(BIN)/ruff check goodput_sim tests benchmarks examples
+	$(BIN)/ruff check goodput_sim tests benchmarks docs examples
+
+# The documentation site (mkdocs.yml, docs/): build it as the test suite does, or serve it with
+# live reload at http://127.0.0.1:8000. docs-notebooks runs the notebooks and renders them into
+# docs/notebooks/ (a few minutes; commit the result).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+docs-notebooks: install
+	$(BIN)/python docs/render_notebooks.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache
