@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goodput_sim.bundled import unmarked
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import cluster_from_record
 from goodput_sim.inputs.workload import bundled_workload
@@ -28,8 +29,9 @@ Declared = Callable[[str, str], Iterable[str]]
 def replay_arguments(manifest_path: str | Path, declared: Declared) -> dict[str, Any]:
     """Keyword arguments of :func:`goodput_sim.api.run` that reproduce the run of a manifest.
 
-    Inputs are found where the manifest says (relative paths from its folder); an input moved
-    since is found among the bundled ones by its hash. An input whose content changed is an
+    Inputs are found where the manifest says (relative paths from its folder, ``bundled:<name>``
+    where this install keeps its data); an input moved since is found among the bundled ones by
+    its hash. An input whose content changed is an
     error: the replay would not be one. ``declared`` tells which of the manifest's policy and
     agent entries are parameters (``api.declared_params``)."""
     path = Path(manifest_path)
@@ -78,12 +80,23 @@ def _replayed_config(path: Path, record: object) -> SimConfig:
 
 
 def _input(path: Path, key: str, inputs: dict, hashes: dict, bundled: Path) -> Path:
-    """The input file or folder ``key`` of a manifest, checked against its recorded hash."""
+    """The input file or folder ``key`` of a manifest, checked against its recorded hash: a
+    bundled one (``bundled:<name>``) where this install keeps it, a relative path from the
+    manifest's folder, an absolute one as it is."""
     named = inputs.get(key)
     if named is None:
         return bundled
     expected = hashes.get(key)
-    places = [Path(named)] if Path(named).is_absolute() else [path.parent / named, Path(named)]
+    try:
+        shipped = unmarked(named)
+    except InputError as error:
+        raise InputError(path, f"input {key} {named}: {error.problem}", f"inputs.{key}") from None
+    if shipped is not None:
+        places = [shipped]
+    elif Path(named).is_absolute():
+        places = [Path(named)]
+    else:
+        places = [path.parent / named, Path(named)]
     for candidate in places:  # beside the manifest, else (older manifests) from here
         if candidate.exists() and (expected is None or file_hash(candidate) == expected):
             return candidate

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import numbers
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from goodput_sim import bundled
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.usertext import read_csv, unique_keys
 
@@ -36,6 +38,25 @@ def file_hash(path: str | Path) -> str:
         digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
         digest.update(file.read_bytes())
     return digest.hexdigest()
+
+
+def recorded_input(path: str | Path, folder: Path) -> str:
+    """How the manifest of the results folder ``folder`` names the input ``path`` (relative paths
+    are from the working folder): ``bundled:<name>`` for data shipped with the package (found
+    again wherever the package is installed); the path from ``folder`` when the two lie below a
+    common folder other than the file system's root, so that a results folder copied together
+    with its inputs replays from the copy; the absolute path otherwise."""
+    mark = bundled.marked(path)
+    if mark is not None:
+        return mark
+    target, here = Path(path).resolve(), Path(folder).resolve()
+    try:
+        common = Path(os.path.commonpath([target, here]))
+    except ValueError:  # on different drives: no relative path joins them
+        return str(target)
+    if common == Path(common.anchor):
+        return str(target)
+    return Path(os.path.relpath(target, here)).as_posix()
 
 
 def read_json(path: Path, what: str) -> Any:
