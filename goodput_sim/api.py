@@ -456,9 +456,9 @@ def write_run(
     as :func:`~goodput_sim.results.saved.recorded_input` says: relative to ``out`` where they
     can be, so a copied results folder replays. ``hashes`` (``input_hashes(inputs)``) and
     ``summary`` (``summarize`` of the jobs) are computed unless given, so runs on the same
-    inputs can share them. ``params`` are the
-    parameters the run was given and ``extra`` more manifest entries (a sweep's workload
-    source): with them the manifest is enough to replay the run (``run --manifest``)."""
+    inputs can share them. ``params`` are the parameters the run was given and ``extra`` more
+    manifest entries (a sweep's workload source): with them the manifest is enough to replay
+    the run (``run --manifest``)."""
     out.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(out / "jobs.csv", index=False, float_format="%.6f")
     rounds = result.rounds

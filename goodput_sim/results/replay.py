@@ -31,9 +31,9 @@ def replay_arguments(manifest_path: str | Path, declared: Declared) -> dict[str,
 
     Inputs are found where the manifest says (relative paths from its folder, ``bundled:<name>``
     where this install keeps its data); an input moved since is found among the bundled ones by
-    its hash. An input whose content changed is an
-    error: the replay would not be one. ``declared`` tells which of the manifest's policy and
-    agent entries are parameters (``api.declared_params``)."""
+    its hash. An input whose content changed is an error: the replay would not be one.
+    ``declared`` tells which of the manifest's policy and agent entries are parameters
+    (``api.declared_params``)."""
     path = Path(manifest_path)
     manifest = read_manifest(path)
     policy, agent = dict(manifest["policy"]), dict(manifest["agent"])
