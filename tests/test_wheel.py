@@ -74,7 +74,26 @@ def built(tmp_path_factory) -> dict[str, Path]:
         archive.extractall(tmp / "unpacked", filter="data")
     (unpacked,) = (tmp / "unpacked").iterdir()
     wheel = dist / _call([sys.executable, "-c", BUILD.format("wheel"), dist], unpacked).split()[-1]
-    return {"sdist": sdist, "wheel": wheel}
+    return {"source": source, "sdist": sdist, "wheel": wheel}
+
+
+def _fresh_venv(folder: Path, *install: str | Path) -> tuple[Path, dict[str, str], Path]:
+    """A virtual environment in ``folder`` with ``pip install --no-deps *install`` done (the
+    dependencies: those of the environment running the tests), the environment variables to run
+    it with (no PYTHONPATH), and an empty working folder."""
+    venv = folder / "venv"
+    _call([sys.executable, "-m", "venv", "--without-pip", venv], folder)
+    python = venv / "bin" / "python"
+    site = _call([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], folder)
+    ours = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    (Path(site.strip()) / "test-dependencies.pth").write_text("\n".join(ours) + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps"]
+    _call([*pip, "--no-index", "--no-build-isolation", *install], folder)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env |= {"MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1"}
+    work = folder / "empty"
+    work.mkdir()
+    return venv, env, work
 
 
 def _repository_files(*folders: str) -> set[str]:
@@ -120,21 +139,8 @@ def test_the_wheel_carries_the_bundled_data(built):
 
 @needs_build
 def test_the_installed_wheel_runs_from_an_empty_folder(built, tmp_path):
-    venv = tmp_path / "venv"
-    _call([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path)
+    venv, env, work = _fresh_venv(tmp_path, built["wheel"])
     python = venv / "bin" / "python"
-    _call(
-        [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
-         "--no-index", built["wheel"]],
-        tmp_path,
-    )  # fmt: skip
-    site = _call([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp_path)
-    ours = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
-    (Path(site.strip()) / "test-dependencies.pth").write_text("\n".join(ours) + "\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env |= {"MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1"}
-    work = tmp_path / "empty"
-    work.mkdir()
 
     def cli(*args) -> str:
         return _call([venv / "bin" / "goodput-sim", *args], work, env)
@@ -169,3 +175,24 @@ assert inputs == {{
 }}, inputs
 """
     _call([python, "-c", script], work, env)
+
+
+@needs_build
+def test_an_editable_install_reads_the_checkouts_own_data(built, tmp_path):
+    """``pip install -e``: the code and the data are the checkout's (its traces/ and configs/,
+    which users edit), whatever setuptools' editable finder does with the mapped folders."""
+    venv, env, work = _fresh_venv(tmp_path, "--editable", built["source"])
+    source = built["source"]
+    script = f"""
+from pathlib import Path
+import goodput_sim
+from goodput_sim import bundled
+
+source = Path({str(source)!r})
+assert Path(goodput_sim.__file__) == source / "goodput_sim" / "__init__.py", goodput_sim.__file__
+assert bundled.source_checkout() == source
+assert bundled.path("traces/profiles") == source / "traces" / "profiles"
+assert bundled.path("configs/cluster-16x4.yaml").is_file()
+"""
+    _call([venv / "bin" / "python", "-c", script], work, env)
+    assert "bert" in _call([venv / "bin" / "goodput-sim", "profiles", "show"], work, env)
