@@ -67,6 +67,9 @@ def test_a_copied_results_folder_replays_with_its_inputs_beside_it(tmp_path, mon
         "workload": "../../inputs/w.csv",
         "profiles": "bundled:traces/profiles",
     }
+    manifest = json.loads((project / "results" / "a" / "manifest.json").read_text())
+    where = str((project / "inputs" / "w.csv").resolve())
+    assert manifest["inputs_absolute"] == {"workload": where}
     moved = tmp_path / "elsewhere" / "copy"
     shutil.copytree(project, moved)
     shutil.rmtree(project)
@@ -77,6 +80,21 @@ def test_a_copied_results_folder_replays_with_its_inputs_beside_it(tmp_path, mon
     assert (tmp_path / "replayed" / "jobs.csv").read_bytes() == original
     report = CliRunner().invoke(main, ["report", str(moved / "results" / "a")])
     assert report.exit_code == 0, report.output
+
+
+def test_a_results_folder_moved_without_its_inputs_replays_from_where_they_were(tmp_path):
+    """Moved alone on the same machine, a run's inputs are found where they were."""
+    (tmp_path / "inputs").mkdir()
+    workload = tmp_path / "inputs" / "w.csv"
+    workload.write_text(THREE_JOBS)
+    out = tmp_path / "results" / "a"
+    invoke("run", "--policy", "fifo", "--workload", workload, "--out", out, "--no-plot", "--quiet")
+    moved = tmp_path / "archive" / "old" / "a"
+    moved.parent.mkdir(parents=True)
+    shutil.move(out, moved)
+    again = tmp_path / "again"
+    invoke("run", "--manifest", moved / "manifest.json", "--out", again, "--no-plot", "--quiet")
+    assert (again / "jobs.csv").read_bytes() == (moved / "jobs.csv").read_bytes()
 
 
 def test_a_manifest_with_absolute_paths_still_replays(tmp_path):

@@ -40,6 +40,21 @@ def file_hash(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def recorded_inputs(
+    inputs: Mapping[str, str | Path | None], folder: Path
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """A manifest's ``inputs`` (each as :func:`recorded_input` names it) and ``inputs_absolute``:
+    where each input recorded by a path out of ``folder`` was when the run was made, so a results
+    folder moved without its inputs still replays on the same machine."""
+    named = {k: None if v is None else recorded_input(v, folder) for k, v in inputs.items()}
+    absolute = {
+        k: str(Path(v).resolve())
+        for k, v in inputs.items()
+        if v is not None and named[k].startswith("../")
+    }
+    return named, absolute
+
+
 def recorded_input(path: str | Path, folder: Path) -> str:
     """How the manifest of the results folder ``folder`` names the input ``path`` (relative paths
     are from the working folder): ``bundled:<name>`` for data shipped with the package (found
@@ -95,13 +110,14 @@ def read_manifest(path: Path) -> dict[str, Any]:
     for key in ("cluster", "config", "summary"):
         if not isinstance(manifest.get(key), dict):
             raise InputError(path, "expected an object", key)
-    for key in ("inputs", "input_sha256", "params"):
+    for key in ("inputs", "inputs_absolute", "input_sha256", "params"):
         value = manifest.get(key, {})
         if not isinstance(value, dict):
             raise InputError(path, "expected an object", key)
-    for name, value in manifest.get("inputs", {}).items():
-        if value is not None and not (isinstance(value, str) and value):
-            raise InputError(path, f"expected a path, found {value!r}", f"inputs.{name}")
+    for key in ("inputs", "inputs_absolute"):
+        for name, value in manifest.get(key, {}).items():
+            if value is not None and not (isinstance(value, str) and value):
+                raise InputError(path, f"expected a path, found {value!r}", f"{key}.{name}")
     seed = manifest.get("seed", 0)
     if not is_seed(seed):
         raise InputError(path, f"expected an integer in [0, {MAX_SEED}], found {seed!r}", "seed")
