@@ -143,11 +143,17 @@ def workload_6(folder: Path) -> dict[str, dict]:
 
 def slices(days: list[str], folder: Path) -> dict[str, Path]:
     """Workload CSVs of the log: ``days`` from START, or ``all``."""
-    from goodput_sim.inputs.philly import REFERENCE_LOG, philly_workload, read_philly_log
+    from goodput_sim.inputs.philly import (
+        REFERENCE_LOG,
+        philly_workload,
+        read_philly_log,
+        reference_log,
+    )
 
-    if not REFERENCE_LOG.is_file():
-        raise SystemExit(f"the reference log is absent ({REFERENCE_LOG.name}); nothing to replay")
-    log = read_philly_log(REFERENCE_LOG)
+    path = reference_log()
+    if path is None:
+        raise SystemExit(f"the reference log is absent (../{REFERENCE_LOG}); nothing to replay")
+    log = read_philly_log(path)
     out = {}
     for span in days:
         frame = (

@@ -30,7 +30,7 @@ from goodput_sim.inputs.workload import bundled_workload, check_workload, load_w
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
-from goodput_sim.results.saved import check_seed, file_hash
+from goodput_sim.results.saved import check_seed, file_hash, recorded_inputs
 from goodput_sim.sim.dynamics import DynamicFactory, as_factories
 from goodput_sim.sim.dynamics.checkpoints import NO_FAILURE_INTERVAL
 from goodput_sim.sim.engine import Simulation
@@ -464,10 +464,13 @@ def write_run(
     """A results folder: jobs.csv, rounds.csv, fairness.csv (finish-time fairness per job),
     manifest.json and (with ``figure``) jct_cdf.png.
 
-    ``hashes`` (``input_hashes(inputs)``) and ``summary`` (``summarize`` of the jobs) are
-    computed unless given, so runs on the same inputs can share them. ``params`` are the
-    parameters the run was given and ``extra`` more manifest entries (a sweep's workload
-    source): with them the manifest is enough to replay the run (``run --manifest``)."""
+    ``inputs`` are paths from the working folder (or the results folder's own files), recorded
+    as :func:`~goodput_sim.results.saved.recorded_inputs` says: relative to ``out`` where they
+    can be, so a copied results folder replays. ``hashes`` (``input_hashes(inputs)``) and
+    ``summary`` (``summarize`` of the jobs) are computed unless given, so runs on the same
+    inputs can share them. ``params`` are the parameters the run was given and ``extra`` more
+    manifest entries (a sweep's workload source): with them the manifest is enough to replay
+    the run (``run --manifest``)."""
     out.mkdir(parents=True, exist_ok=True)
     result.jobs.to_csv(out / "jobs.csv", index=False, float_format="%.6f")
     rounds = result.rounds
@@ -479,13 +482,15 @@ def write_run(
     if hashes is None:
         hashes = input_hashes(inputs)
     own = result.manifest
+    named, absolute = recorded_inputs(inputs, out)
     head = ("goodput_sim_version", "policy", "agent", "config", "cluster")
     manifest = {
         **{key: own[key] for key in head},
         "seed": seed,
         "params": dict(params or {}),
         **(extra or {}),
-        "inputs": {k: str(v) if v is not None else None for k, v in inputs.items()},
+        "inputs": named,
+        **({"inputs_absolute": absolute} if absolute else {}),
         "input_sha256": hashes,
         **{key: value for key, value in own.items() if key not in head},
     }

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from goodput_sim.cli import main
 from goodput_sim.errors import InputError
-from goodput_sim.inputs.philly import REFERENCE_LOG, philly_workload, read_philly_log
+from goodput_sim.inputs.philly import philly_workload, read_philly_log, reference_log
 from goodput_sim.inputs.workload import TUNED_CONFIGURATIONS, load_workload, philly_filter
 
 JOB_LOG = Path(__file__).parent / "data" / "philly_job_log.json"
@@ -165,11 +165,11 @@ def test_a_job_log_with_a_repeated_key_is_refused(tmp_path):
         read_philly_log(path)
 
 
-@pytest.mark.skipif(not REFERENCE_LOG.is_file(), reason="the Pollux reference log is absent")
+@pytest.mark.skipif(reference_log() is None, reason="the Pollux reference log is absent")
 def test_the_reference_log_gives_the_documented_counts():
     """74,428 jobs pass the filter over the whole log; 10,147 are submitted in the 7 days from
     2017-10-02 (the counts the scale bench replays)."""
-    log = read_philly_log(REFERENCE_LOG)
+    log = read_philly_log(reference_log())
     whole = philly_workload(log, realistic=True)
     week = philly_workload(log, start="2017-10-02", days=7, realistic=True)
     assert len(whole) == 74_428 and len(week) == 10_147

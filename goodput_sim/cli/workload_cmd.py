@@ -25,9 +25,8 @@ def workload() -> None:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    default=Path("traces/philly_stats.yaml"),
-    show_default=True,
-    help="Where to write the statistics YAML.",
+    required=True,
+    help="Statistics YAML to write (for `workload generate --stats`).",
 )
 @force_option
 def stats_cmd(philly_csv: Path, output: Path, force: bool) -> None:
@@ -160,9 +159,14 @@ def philly_cmd(
 
     writable_file(output, force=force)
     if path is None:
-        path = philly.REFERENCE_LOG
-        if not path.is_file():
-            raise InputError(None, "the reference log is not present; give its PATH", "PATH")
+        path = philly.reference_log()
+        if path is None:
+            raise InputError(
+                None,
+                "give the log's PATH (the default, the Pollux artifact's traces/philly.csv at "
+                f"../{philly.REFERENCE_LOG} beside a source checkout, is not there)",
+                "PATH",
+            )
     df = philly.philly_workload(
         philly.read_philly_log(path), start, days, realistic, seed, max_gpus
     )

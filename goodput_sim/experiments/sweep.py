@@ -245,9 +245,9 @@ def run_task(task: SweepTask, profiles: str | None, out: Path) -> dict:
         inputs = {"workload": jobs, "profiles": profiles_path}
         hashes = None
         if isinstance(jobs, pd.DataFrame):  # drawn for this run: saved beside the manifest
-            write_workload(jobs, staging / "workload.csv")
-            hashes = input_hashes({"workload": staging / "workload.csv", "profiles": profiles_path})
-            inputs["workload"] = Path("workload.csv")
+            inputs["workload"] = staging / "workload.csv"
+            write_workload(jobs, inputs["workload"])
+            hashes = input_hashes(inputs)
         write_run(
             result,
             staging,

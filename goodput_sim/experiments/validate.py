@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from goodput_sim import bundled
 from goodput_sim.api import run
 
 WORKLOAD = "workloads/workload-6.csv"
@@ -66,8 +67,9 @@ def check_fidelity(reference: Path, bars: tuple[FidelityBar, ...] = BARS) -> lis
 
 
 # ------------------------------------------------------------------------- heterogeneous
-SIA_DEFAULT_MIX = Path(__file__).resolve().parents[2] / "configs" / "cluster-sia-default.yaml"
-SIA_HOMOGENEOUS = Path(__file__).resolve().parents[2] / "configs" / "cluster-sia-homogeneous.yaml"
+SIA_DEFAULT_MIX = "configs/cluster-sia-default.yaml"
+SIA_HOMOGENEOUS = "configs/cluster-sia-homogeneous.yaml"
+"""The Sia artifact's clusters, shipped with the package (:func:`goodput_sim.bundled.path`)."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,9 @@ def check_heterogeneous(reference: Path, workers: int = 2) -> list[Heterogeneous
     traces = reference / "traces"
     workloads = sorted((reference / "workloads" / "philly").glob("workload-*.csv"))
     policies = ("sia", "goodput", "gavel")
-    tasks = [(p, w, traces, SIA_DEFAULT_MIX) for w in workloads for p in policies]
-    homogeneous = [(p, w, traces, SIA_HOMOGENEOUS) for w in workloads[:2] for p in policies[:2]]
+    mix, one_type = bundled.path(SIA_DEFAULT_MIX), bundled.path(SIA_HOMOGENEOUS)
+    tasks = [(p, w, traces, mix) for w in workloads for p in policies]
+    homogeneous = [(p, w, traces, one_type) for w in workloads[:2] for p in policies[:2]]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         values = list(pool.map(_mean_jct, tasks + homogeneous))
     mixed = {p: [] for p in policies}
@@ -210,7 +213,7 @@ def run_job_level(bar: JobLevelBar, reference: Path) -> JobLevelResult:
         bar.policy,
         reference / "workloads" / "philly" / f"{bar.workload}.csv",
         reference / "traces",
-        SIA_DEFAULT_MIX,
+        bundled.path(SIA_DEFAULT_MIX),
     )
     return compare_jobs(result.jobs, pd.read_csv(reference / "results" / bar.results), bar)
 

@@ -26,14 +26,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from goodput_sim import bundled
 from goodput_sim.errors import InputError
 from goodput_sim.inputs import workload as wl
 from goodput_sim.usertext import unique_keys
 
-REFERENCE_LOG = (
-    Path(__file__).resolve().parents[3] / "shared/reference/pollux-osdi21/traces/philly.csv"
-)
-"""Where the Pollux artifact's flattened log sits beside a checkout (the default input)."""
+REFERENCE_LOG = "shared/reference/pollux-osdi21/traces/philly.csv"
+"""Where the Pollux artifact's flattened log sits beside a source checkout, relative to the
+checkout's parent folder. It is reference data, never shipped with the package."""
+
+
+def reference_log() -> Path | None:
+    """The Pollux artifact's flattened log when the package runs from a source checkout with the
+    reference data beside it (the default input of ``goodput-sim workload philly``); None
+    otherwise (an installed package, or no reference data): the log must then be named."""
+    checkout = bundled.source_checkout()
+    if checkout is None:
+        return None
+    log = checkout.parent / REFERENCE_LOG
+    return log if log.is_file() else None
 
 
 def read_philly_log(path: str | Path) -> pd.DataFrame:

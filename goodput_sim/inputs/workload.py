@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from goodput_sim import bundled
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.inputs.safe_yaml import load_yaml
 from goodput_sim.models.limits import CATEGORIES
@@ -139,7 +140,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
 
 def bundled_path(name: str) -> Path:
     """Path of a file shipped in the repository's ``traces/`` folder (e.g. philly_stats.yaml)."""
-    return Path(__file__).resolve().parents[2] / "traces" / name
+    return bundled.path(f"traces/{name}")
 
 
 def bundled_workload() -> Path:

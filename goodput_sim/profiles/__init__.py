@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from goodput_sim import bundled
 from goodput_sim.errors import InputError
 from goodput_sim.profiles.base import ApplicationProfile, Limits, Placement, canonical_placement
 from goodput_sim.profiles.measured import (
@@ -36,8 +37,8 @@ __all__ = [
 
 
 def bundled_profiles_path() -> Path:
-    """The shipped parametric profiles, ``traces/profiles/`` beside the package."""
-    return Path(__file__).resolve().parents[2] / "traces" / "profiles"
+    """The shipped parametric profiles (the repository's ``traces/profiles/``)."""
+    return bundled.path("traces/profiles")
 
 
 def load_profiles(path: str | Path | None = None) -> dict[str, ApplicationProfile]:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goodput_sim.bundled import unmarked
 from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import cluster_from_record
 from goodput_sim.inputs.workload import bundled_workload
@@ -28,16 +29,16 @@ Declared = Callable[[str, str], Iterable[str]]
 def replay_arguments(manifest_path: str | Path, declared: Declared) -> dict[str, Any]:
     """Keyword arguments of :func:`goodput_sim.api.run` that reproduce the run of a manifest.
 
-    Inputs are found where the manifest says (relative paths from its folder); an input moved
-    since is found among the bundled ones by its hash. An input whose content changed is an
-    error: the replay would not be one. ``declared`` tells which of the manifest's policy and
-    agent entries are parameters (``api.declared_params``)."""
+    Inputs are found where the manifest says (relative paths from its folder, else where they
+    were when the run was made; ``bundled:<name>`` where this install keeps its data); an input
+    moved since is found among the bundled ones by its hash. An input whose content changed is
+    an error: the replay would not be one. ``declared`` tells which of the manifest's policy
+    and agent entries are parameters (``api.declared_params``)."""
     path = Path(manifest_path)
     manifest = read_manifest(path)
     policy, agent = dict(manifest["policy"]), dict(manifest["agent"])
     cluster = cluster_from_record(manifest["cluster"], path)
-    settings, inputs = manifest["config"], manifest.get("inputs", {})
-    hashes = manifest.get("input_sha256", {})
+    settings = manifest["config"]
     name, agent_name = policy.pop("name"), agent.pop("name")
     seed = policy.pop("seed", manifest.get("seed", 0))
     if not is_seed(seed):
@@ -46,8 +47,8 @@ def replay_arguments(manifest_path: str | Path, declared: Declared) -> dict[str,
     params |= _recorded_params(path, "agent", declared, agent_name, agent)
     return {
         "policy": name,
-        "workload": _input(path, "workload", inputs, hashes, bundled_workload()),
-        "profiles": _input(path, "profiles", inputs, hashes, bundled_profiles_path()),
+        "workload": _input(path, "workload", manifest, bundled_workload()),
+        "profiles": _input(path, "profiles", manifest, bundled_profiles_path()),
         "cluster": cluster,
         "seed": seed,
         "config": _replayed_config(path, settings),
@@ -77,14 +78,26 @@ def _replayed_config(path: Path, record: object) -> SimConfig:
         raise InputError(path, error.problem, error.source) from None
 
 
-def _input(path: Path, key: str, inputs: dict, hashes: dict, bundled: Path) -> Path:
-    """The input file or folder ``key`` of a manifest, checked against its recorded hash."""
-    named = inputs.get(key)
+def _input(path: Path, key: str, manifest: dict, bundled: Path) -> Path:
+    """The input file or folder ``key`` of a manifest, checked against its recorded hash: a
+    bundled one (``bundled:<name>``) where this install keeps it, a relative path from the
+    manifest's folder (else where it was when the run was made), an absolute one as it is."""
+    named = manifest.get("inputs", {}).get(key)
     if named is None:
         return bundled
-    expected = hashes.get(key)
-    places = [Path(named)] if Path(named).is_absolute() else [path.parent / named, Path(named)]
-    for candidate in places:  # beside the manifest, else (older manifests) from here
+    expected = manifest.get("input_sha256", {}).get(key)
+    was = manifest.get("inputs_absolute", {}).get(key)
+    try:
+        shipped = unmarked(named)
+    except InputError as error:
+        raise InputError(path, f"input {key} {named}: {error.problem}", f"inputs.{key}") from None
+    if shipped is not None:
+        places = [shipped]
+    elif Path(named).is_absolute():
+        places = [Path(named)]
+    else:  # from the manifest, else where it was, else (older manifests) from here
+        places = [path.parent / named, *([Path(was)] if was else []), Path(named)]
+    for candidate in places:
         if candidate.exists() and (expected is None or file_hash(candidate) == expected):
             return candidate
     candidate = places[0]

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import numbers
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from goodput_sim import bundled
 from goodput_sim.errors import InputError, regular_file
 from goodput_sim.usertext import read_csv, unique_keys
 
@@ -36,6 +38,40 @@ def file_hash(path: str | Path) -> str:
         digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
         digest.update(file.read_bytes())
     return digest.hexdigest()
+
+
+def recorded_inputs(
+    inputs: Mapping[str, str | Path | None], folder: Path
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """A manifest's ``inputs`` (each as :func:`recorded_input` names it) and ``inputs_absolute``:
+    where each input recorded by a path out of ``folder`` was when the run was made, so a results
+    folder moved without its inputs still replays on the same machine."""
+    named = {k: None if v is None else recorded_input(v, folder) for k, v in inputs.items()}
+    absolute = {
+        k: str(Path(v).resolve())
+        for k, v in inputs.items()
+        if v is not None and named[k].startswith("../")
+    }
+    return named, absolute
+
+
+def recorded_input(path: str | Path, folder: Path) -> str:
+    """How the manifest of the results folder ``folder`` names the input ``path`` (relative paths
+    are from the working folder): ``bundled:<name>`` for data shipped with the package (found
+    again wherever the package is installed); the path from ``folder`` when the two lie below a
+    common folder other than the file system's root, so that a results folder copied together
+    with its inputs replays from the copy; the absolute path otherwise."""
+    mark = bundled.marked(path)
+    if mark is not None:
+        return mark
+    target, here = Path(path).resolve(), Path(folder).resolve()
+    try:
+        common = Path(os.path.commonpath([target, here]))
+    except ValueError:  # on different drives: no relative path joins them
+        return str(target)
+    if common == Path(common.anchor):
+        return str(target)
+    return Path(os.path.relpath(target, here)).as_posix()
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -74,13 +110,14 @@ def read_manifest(path: Path) -> dict[str, Any]:
     for key in ("cluster", "config", "summary"):
         if not isinstance(manifest.get(key), dict):
             raise InputError(path, "expected an object", key)
-    for key in ("inputs", "input_sha256", "params"):
+    for key in ("inputs", "inputs_absolute", "input_sha256", "params"):
         value = manifest.get(key, {})
         if not isinstance(value, dict):
             raise InputError(path, "expected an object", key)
-    for name, value in manifest.get("inputs", {}).items():
-        if value is not None and not (isinstance(value, str) and value):
-            raise InputError(path, f"expected a path, found {value!r}", f"inputs.{name}")
+    for key in ("inputs", "inputs_absolute"):
+        for name, value in manifest.get(key, {}).items():
+            if value is not None and not (isinstance(value, str) and value):
+                raise InputError(path, f"expected a path, found {value!r}", f"{key}.{name}")
     seed = manifest.get("seed", 0)
     if not is_seed(seed):
         raise InputError(path, f"expected an integer in [0, {MAX_SEED}], found {seed!r}", "seed")
