@@ -238,7 +238,7 @@ SETTINGS: tuple[Setting, ...] = (
         "interference",
         float,
         0.0,
-        "Slowdown of distributed jobs sharing a node (SPEC 5.6).",
+        "Slowdown of distributed jobs sharing a node (the Pollux artifact's interference model).",
         "interference",
         "fraction",
         0,
@@ -298,7 +298,8 @@ SETTINGS: tuple[Setting, ...] = (
         "placement_order",
         str,
         "allocation",
-        "Node order in which a split job reads measured step times (SPEC 5.9).",
+        "Node order in which a split job reads measured step times (allocation: the Pollux "
+        "artifact's).",
         "placement_order",
         choices=("allocation", "node"),
     ),
@@ -307,7 +308,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "noise",
         "How training progresses: by the gradient noise scale (Pollux), or by learning rate "
-        "and noise through a fixed example budget, reporting final loss (seed 004).",
+        "and noise through a fixed example budget, reporting final loss (the tail-weighted "
+        "schedule's model).",
         "progress",
         choices=("noise", "lr-aware"),
     ),
@@ -337,7 +339,8 @@ SETTINGS: tuple[Setting, ...] = (
         "seed_objective",
         bool,
         False,
-        "Record seed 004's objective per job (learning-rate-weighted noise, final loss); "
+        "Record the tail-weighted schedule's objective per job (learning-rate-weighted noise, "
+        "final loss); "
         "always on with --progress lr-aware.",
         "seed_objective",
     ),

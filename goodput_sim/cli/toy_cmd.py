@@ -138,7 +138,7 @@ def recurrence_cmd(fmt: str) -> None:
 @profiles_option
 @_FORMAT
 def critical_batch_cmd(profiles: Path | None, fmt: str) -> None:
-    """Seed 002: each application's noise scale at the start and end of training, and the
+    """Each application's noise scale at the start and end of training, and the
     critical batch of its whole run (S = S_min (1 + B_crit/B))."""
     from goodput_sim.profiles import load_profiles
     from goodput_sim.profiles.critical import critical_batch_report
@@ -220,7 +220,8 @@ _TAIL_COLUMNS = ["B_1", "B_tau", "range", "objective", "integer", "static", "vs 
 @click.option(
     "--seed-setting",
     is_flag=True,
-    help="Instead: the closest setting found to seed 004's own stage-1 toy, beside its figures.",
+    help="Instead: the closest setting found to the published stage-1 toy of the tail-weighted "
+    "schedule (arXiv:2607.27731), beside its figures.",
 )
 @_FORMAT
 @click.pass_context
@@ -233,7 +234,7 @@ def tail_weighted_cmd(
     seed_setting: bool,
     fmt: str,
 ) -> None:
-    """Seed 004: the tail-weighted schedule under the static batch's example budget, per
+    """The tail-weighted schedule (arXiv:2607.27731) under the static batch's example budget, per
     learning-rate schedule, with constant noise."""
     from goodput_sim.errors import InputError
     from goodput_sim.models.tail import tail_weighted_report
@@ -299,7 +300,7 @@ def _print_seed_setting(fmt: str) -> None:
     headers = ["", *_TAIL_COLUMNS]
     cells = [
         [
-            "seed 004 (published)",
+            "published",
             str(pub["first_batch"]),
             str(pub["last_batch"]),
             f"{pub['min_batch']}-{pub['max_batch']}",

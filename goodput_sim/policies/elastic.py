@@ -53,7 +53,7 @@ ELASTIC_PARAMS = (
         "interference_avoidance",
         bool,
         True,
-        "at most one distributed job per node (SPEC 6.3)",
+        "at most one distributed job per node (Pollux's interference avoidance)",
     ),
     Param(
         "candidates",
