@@ -183,6 +183,19 @@ class Policy(SimulationBound, ABC):
     # asked for, and the autoscaler never removes a node it runs on.
     elastic: ClassVar[bool] = False
 
+    @property
+    def belief_fit(self) -> str:
+        """How the engine fits the throughput beliefs this policy reads (``"engine"`` or
+        ``"artifact"``, :class:`~goodput_sim.sim.jobs.FitMemo`)."""
+        return "engine"
+
+    @property
+    def free_same_shape_moves(self) -> bool:
+        """Whether moving a running job to other nodes of its GPU type with the same GPUs per
+        node is free (the Sia reference's rule) rather than a restart; honoured in runs with
+        no dynamics (which may price moves themselves)."""
+        return False
+
     def __init__(self, seed: int = 0, **values: Any):
         self.seed = seed
         self.values = resolve(type(self).params, values, f"policy {self.name}")

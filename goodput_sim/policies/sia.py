@@ -52,6 +52,22 @@ class Config:
     gpus: int
 
 
+@dataclass(frozen=True)
+class SiaProgram:
+    """One round's integer program: the jobs (snapshot order) and configurations, each job's
+    normalised goodput row before restart factors (``goodput``), the program's values A
+    (``values``), the configurations each job may take and the pinned ones (job index to
+    configuration index)."""
+
+    snapshot: Snapshot
+    jobs: list[JobView]
+    configs: list[Config]
+    goodput: NDArray
+    values: NDArray
+    allowed: NDArray
+    pinned: dict[int, int]
+
+
 def configurations(cluster: ClusterSpec, max_nodes: int = 16) -> list[Config]:
     """Sia's configuration set on the nodes that are up, type by type in cluster order, jobs
     spanning at most ``max_nodes`` nodes (the reference's bound is its largest profiled node
@@ -130,6 +146,34 @@ class Sia(Policy):
             "measurements, as the reference (4.1), or one measurement",
             choices=("peak", "measurement"),
         ),
+        Param(
+            "fit",
+            str,
+            "artifact",
+            "how the throughput beliefs are fitted: as the Sia artifact (from a fixed start at "
+            "every new configuration, its solver and tolerance) or as the engine fits them for "
+            "every other policy (least squares, warm-started)",
+            choices=("artifact", "engine"),
+        ),
+        Param(
+            "same_shape_moves",
+            str,
+            "free",
+            "moving a job to other nodes of its GPU type with the same GPUs per node: free, as "
+            "the reference (SPEC 3.6; placement then repacks a type whose free GPUs are split), "
+            "or a restart as any other change of allocation",
+            choices=("free", "restart"),
+        ),
+        Param(
+            "ties",
+            str,
+            "solver",
+            "which of equally good allocations to take: the solver's first, one preferring each "
+            "job's previous configuration and then later configurations in type order (as the "
+            "reference's solver mostly does), or a random one (seeded by tie_seed)",
+            choices=("solver", "reference", "random"),
+        ),
+        Param("tie_seed", int, 0, "seed of the random tie order (ties=random)", 0, 2**31 - 1),
     )
 
     def __init__(self, seed: int = 0, **values):
@@ -143,23 +187,45 @@ class Sia(Policy):
         # jobs whose beliefs are equal (one application, the same fits and statistics) and a
         # type's values projected onto another's shapes share them.
         self._goodputs_at = functools.lru_cache(maxsize=16384)(_best_goodputs_at)
+        self._tie_rng = np.random.default_rng(self.values["tie_seed"])
+
+    @property
+    def belief_fit(self) -> str:
+        return self.values["fit"]
+
+    @property
+    def free_same_shape_moves(self) -> bool:
+        return self.values["same_shape_moves"] == "free"
 
     def allocate(self, snapshot: Snapshot) -> Decision:
+        program = self.program(snapshot)
+        if program is None:
+            return Decision({})
+        chosen = self.solve(program)
+        self._previous = dict(chosen)
+        return Decision(place(program.jobs, chosen, snapshot.cluster, self.free_same_shape_moves))
+
+    def program(self, snapshot: Snapshot) -> SiaProgram | None:
+        """This round's integer program (None when there is nothing to decide). Forgets the
+        previous configurations of jobs that left."""
         jobs = list(snapshot.jobs)
         configs = configurations(snapshot.cluster, self.values["max_nodes"])
         rigid = sorted({j.limits.min_replicas for j in jobs if j.limits.min_replicas})
         configs += rigid_configurations(snapshot.cluster, rigid, configs)
         if not jobs or not configs:
-            return Decision({})
+            return None
         self._previous = {j.name: self._previous[j.name] for j in jobs if j.name in self._previous}
         index = {c: k for k, c in enumerate(configs)}
         shapes = _shapes(configs)
         on_type = {t: type_nodes(snapshot.cluster, t) for t in snapshot.cluster.type_order}
-        goodput = np.vstack(
-            [self._row(job, shapes, len(configs), snapshot.cluster, on_type) for job in jobs]
-        )
         allowed = np.vstack([self._allowed(job, configs, snapshot.cluster) for job in jobs])
-        values = self._values(jobs, configs, goodput, index)
+        goodput = np.vstack(
+            [
+                self._row(job, shapes, len(configs), snapshot.cluster, on_type, mask)
+                for job, mask in zip(jobs, allowed, strict=True)
+            ]
+        )
+        values = self._values(jobs, configs, goodput.copy(), index)
         pinned = {
             i: index[self._previous[job.name]]
             for i, job in enumerate(jobs)
@@ -167,25 +233,31 @@ class Sia(Policy):
         }
         for i, c in pinned.items():
             allowed[i, c] = True
-        type_names = snapshot.cluster.type_order
+        return SiaProgram(snapshot, jobs, configs, goodput, values, allowed, pinned)
+
+    def solve(self, program: SiaProgram) -> dict[str, Config]:
+        """The configuration the integer program gives each job that gets GPUs."""
+        cluster = program.snapshot.cluster
+        type_names = cluster.type_order
+        configs = program.configs
         type_of = np.array([type_names.index(c.gpu_type) for c in configs])
         gpus = np.array([c.gpus for c in configs])
-        capacity = snapshot.cluster.type_capacity()
+        capacity = cluster.type_capacity()
         minimise = self.values["p"] < 0
+        values = tie_order(program, self._previous, self.values["ties"], self._tie_rng, minimise)
         args = (values, type_of, gpus, capacity, self.values["lambda_n"], minimise)
         from goodput_sim.policies.sia_milp import solve_sia_milp  # loads scipy.optimize (slow)
 
+        allowed = program.allowed
         try:
-            result = solve_sia_milp(*args, pinned=pinned, allowed=allowed)
+            result = solve_sia_milp(*args, pinned=program.pinned, allowed=allowed)
         except ValueError:  # a pinned configuration no longer fits (a node failed): unpin
             result = solve_sia_milp(*args, allowed=allowed)
-        chosen = {
+        return {
             job.name: configs[c]
-            for job, c in zip(jobs, result.choice, strict=True)
+            for job, c in zip(program.jobs, result.choice, strict=True)
             if c is not None
         }
-        self._previous = dict(chosen)
-        return Decision(place(jobs, chosen, snapshot.cluster))
 
     # ----------------------------------------------------------------------------- values
     def _row(
@@ -195,10 +267,12 @@ class Sia(Policy):
         size: int,
         cluster: ClusterSpec,
         on_type: dict[str, ClusterSpec],
+        allowed: NDArray[np.bool_],
     ) -> NDArray:
-        """Goodput of ``job`` on every configuration (EPSILON where unknown; a new job values 1
-        GPU of any type at 1). ``shapes``: each type's configuration indices, nodes and GPUs;
-        ``on_type``: each type's nodes up (:func:`type_nodes`)."""
+        """Goodput of ``job`` on every configuration it may take (``allowed``), normalised by
+        the smallest (EPSILON elsewhere and where unknown; a new job values 1 GPU of any type
+        at 1). ``shapes``: each type's configuration indices, nodes and GPUs; ``on_type``: each
+        type's nodes up (:func:`type_nodes`)."""
         beliefs = _beliefs(job, cluster)
         known = [t for t in cluster.type_order if _model(beliefs.get(t)) is not None]
         row = np.full(size, EPSILON)
@@ -219,6 +293,7 @@ class Sia(Policy):
                 ratio = speeds.get(gpu_type, 1.0) / speeds.get(source, 1.0)
                 found = self._goodputs(beliefs[source], nodes, gpus, cap)
                 row[mine] = found * ratio
+        row[~allowed] = EPSILON  # only the configurations it may take set the scale (SPEC 4.3)
         smallest = row[row > EPSILON].min() if (row > EPSILON).any() else 1.0
         return np.maximum(row / smallest, EPSILON)
 
@@ -270,6 +345,39 @@ class Sia(Policy):
         return np.minimum(values, CLIP)
 
 
+TIE_STEP = 1e-7  # far below the 0.01 the values are rounded to, far above HiGHS's tolerances
+
+
+def tie_order(
+    program: SiaProgram,
+    previous: dict[str, Config],
+    ties: str,
+    rng: np.random.Generator,
+    minimise: bool = True,
+) -> NDArray:
+    """The program's values with ties among equally good allocations broken in a given order
+    (``ties``): ``"solver"`` leaves them to the solver; ``"reference"`` makes each job's
+    previous configuration, then later configurations (later GPU types in cluster order, more
+    GPUs within a type), slightly better; ``"random"`` adds a tiny random amount to every value.
+    The changes are at most ``20 * TIE_STEP`` per job, so no difference between rounded values
+    (0.01) is overturned unless thousands of jobs tie at once."""
+    values = program.values
+    if ties == "solver":
+        return values
+    better = -1.0 if minimise else 1.0
+    if ties == "random":
+        return values + TIE_STEP * rng.random(values.shape)
+    jobs, configs = values.shape
+    rank = np.arange(configs) / max(configs, 1)  # later configurations favoured
+    bonus = np.tile(rank, (jobs, 1))
+    index = {c: k for k, c in enumerate(program.configs)}
+    for i, job in enumerate(program.jobs):
+        k = index.get(previous.get(job.name))
+        if k is not None:
+            bonus[i, k] = 2.0 + configs
+    return values + better * TIE_STEP * bonus
+
+
 REFERENCE_RESTART_PENALTIES = (  # Sia SPEC 4.4: seconds, by a substring of the job's name
     ("deepspeech", 25.0),
     ("imagenet", 250.0),
@@ -303,16 +411,37 @@ def _model(belief):
 
 
 def place(
-    jobs: list[JobView], chosen: dict[str, Config], cluster: ClusterSpec
+    jobs: list[JobView], chosen: dict[str, Config], cluster: ClusterSpec, repack: bool = False
 ) -> dict[str, NDArray[np.int64]]:
     """Rows for the chosen configurations: unchanged ones keep their nodes, then largest first,
     multi-node jobs on whole free nodes and the others on the fullest node they fit (a job that
-    cannot be placed waits a round)."""
+    cannot be placed waits a round). With ``repack``, a GPU type on which some chosen job could
+    not be placed (its free GPUs split across nodes) is placed again from scratch, largest
+    first, as the reference places every type every round (SPEC 4.9): jobs may move to other
+    nodes there, which costs nothing when the engine lets same-shape moves go free."""
+    rows = _place(jobs, chosen, cluster, keep=True)
+    if repack:
+        order = cluster.type_order
+        stuck = {chosen[j.name].gpu_type for j in jobs if j.name in chosen and j.name not in rows}
+        for gpu_type in stuck:
+            on_type = {n: c for n, c in chosen.items() if c.gpu_type == gpu_type}
+            fresh = _place(jobs, on_type, cluster, keep=False)
+            if len(fresh) > sum(1 for n in on_type if n in rows):
+                mine = cluster.node_type_index == order.index(gpu_type)
+                rows = {n: r for n, r in rows.items() if not (r[mine].any())}
+                rows.update(fresh)
+    return rows
+
+
+def _place(
+    jobs: list[JobView], chosen: dict[str, Config], cluster: ClusterSpec, keep: bool
+) -> dict[str, NDArray[np.int64]]:
+    """:func:`place`'s one pass (``keep``: unchanged jobs keep their nodes first)."""
     free = cluster.capacity.copy()
     types = cluster.node_type_index
     order = cluster.type_order
     rows: dict[str, NDArray[np.int64]] = {}
-    for job in jobs:
+    for job in jobs if keep else ():
         config = chosen.get(job.name)
         if config is not None and _holds(job, config, cluster) and (free >= job.allocation).all():
             rows[job.name] = job.allocation.copy()

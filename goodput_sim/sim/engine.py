@@ -96,13 +96,13 @@ class Simulation:
         )
         prior = self.agent.reads_noise_prior
         book = self.book = JobBook(
-            workload, profiles, self.cluster, oracle, config.lr_schedule, prior
+            workload, profiles, self.cluster, oracle, config.lr_schedule, prior, policy.belief_fit
         )
         book.on_made = self._job_made
         if book.typed and config.oracle:
             raise InputError("--oracle", "is not supported on profiles by GPU type")
         self.views = Views(book, policy, self.cluster, config.restart_delay)
-        self.planner = Planner(self.agent, self.views)
+        self.planner = Planner(self.agent, self.views, self.book.fit_memo.every_configuration)
         self.recorder = Recorder(self.cluster, observers)
         self.policy_seconds: list[float] = []
         self.env = simpy.Environment()
@@ -303,14 +303,37 @@ class Simulation:
             {v.name: v.limits for v in views if v.limits.category != "adaptive"},
         )
         orders = decision.node_orders if self.config.placement_order == "allocation" else {}
+        free_moves = self.policy.free_same_shape_moves and not self.dynamics
         for job in active:
-            if not np.array_equal(rows[job.name], job.allocation):
-                self._reallocate(job, rows[job.name], now, orders.get(job.name))
+            row = rows[job.name]
+            if np.array_equal(row, job.allocation):
+                continue
+            if free_moves and self._same_shape(job, row):
+                self._move(job, row, orders.get(job.name))
+            else:
+                self._reallocate(job, row, now, orders.get(job.name))
         self._hints = decision.agent_hints
         if all(d.keeps_decisions for d in self.dynamics):
             self._quiet_until = self.policy.quiet_until(snapshot, rows)
             self._decided_offline = offline  # as at the round's start
         return True
+
+    def _same_shape(self, job: Job, row: NDArray[np.int64]) -> bool:
+        """Whether ``row`` holds the job's GPUs per node on other nodes of its GPU type."""
+        if not job.replicas:
+            return False
+        types = self.cluster.node_type_index
+        old, new = np.flatnonzero(job.allocation), np.flatnonzero(row)
+        if len(old) != len(new) or set(types[old]) != set(types[new]) or len(set(types[new])) > 1:
+            return False
+        return sorted(job.allocation[old].tolist()) == sorted(row[new].tolist())
+
+    def _move(self, job: Job, row: NDArray[np.int64], node_order: tuple[int, ...] | None) -> None:
+        """The job goes on with its state, delay and plan on other nodes of the same shape."""
+        layout = job.layout
+        job.assign(row, node_order)
+        if job.layout != layout:
+            job.plan = None
 
     def _reallocate(
         self, job: Job, row: NDArray[np.int64], now: float, node_order: tuple[int, ...] | None
@@ -357,10 +380,21 @@ class Simulation:
         a job itself, as checkpoints that cost time do)."""
         if end <= start:
             return
+        replan = self._replan if self.book.fit_memo.every_configuration else None
         for job in jobs:
             running = job.replicas and not job.finished
             if running and not any(d.advance(job, start, end) for d in self._advancers):
-                advance_job(job, start, end)
+                advance_job(job, start, end, replan)
+
+    def _replan(self, job: Job) -> None:
+        """At an epoch boundary inside a round (beliefs fitted as the Sia artifact fits them):
+        if the job ran a configuration new to the belief its batch is chosen from, refit that
+        belief and re-choose the job's batch from here on, as that simulator's jobs do."""
+        typed = job.typed is not None and self.policy.type_aware and job.gpu_type is not None
+        belief = job.type_beliefs[job.gpu_type] if typed else job.belief
+        if belief.stale:
+            belief.refresh()
+            self.planner.ensure(job, self._hints.get(job.name), at_boundary=True)
 
     def _record_round(self, now: float, active: list[Job]) -> None:
         self.recorder.round(now, active, self.pool)

@@ -36,10 +36,12 @@ class JobBook:
         oracle: Mapping[str, ThroughputParams],
         config_schedule: str | None,
         reads_noise_prior: bool,
+        fit_method: str = "engine",
     ):
         self.cluster = cluster
         self.profiles = profiles
-        self.fit_memo = FitMemo()  # owned by this run: no other simulation shares its entries
+        # Owned by this run: no other simulation shares its entries.
+        self.fit_memo = FitMemo(method=fit_method)
         self._oracle = oracle
         home = cluster.type_order[0]
         self.truths = {app: truth_on(profile, home) for app, profile in profiles.items()}

@@ -32,16 +32,29 @@ class JobSpec:
     category: str = "adaptive"  # adaptive, scale-gpus or rigid (Sia SPEC 4.8)
 
 
+FIT_METHODS = ("engine", "artifact")
+
+
 class FitMemo:
     """Throughput fits memoised by (warm start, observations), owned by one simulation.
 
     Jobs of one application often run the same configurations in the same order (a policy
     treats identical jobs alike), so identical fits recur: in workload-6 under the
     throughput-only policy two fits in three do. The key is every input of the fit, so a hit
-    returns exactly what a fresh fit would."""
+    returns exactly what a fresh fit would.
 
-    def __init__(self, maxsize: int = 4096):
-        self.fitted = functools.lru_cache(maxsize=maxsize)(_fitted_params)
+    ``method``: ``"engine"`` (least squares from the previous fit, refitted when a new GPU
+    shape or a per-GPU batch outside those seen arrives) or ``"artifact"`` (the Sia artifact's
+    fit, :mod:`goodput_sim.models.artifact_fit`: from a fixed start, refitted at every new
+    configuration, as that simulator does)."""
+
+    def __init__(self, maxsize: int = 4096, method: str = "engine"):
+        if method not in FIT_METHODS:
+            raise ValueError(f"unknown fit method {method!r}; known: {', '.join(FIT_METHODS)}")
+        self.method = method
+        self.every_configuration = method == "artifact"
+        fit = _fitted_params if method == "engine" else _artifact_params
+        self.fitted = functools.lru_cache(maxsize=maxsize)(fit)
 
 
 def _fitted_params(
@@ -53,6 +66,17 @@ def _fitted_params(
     return (
         ThroughputModel(warm_start=warm_start).fit(nodes, replicas, local_bsz, accum, step).params_
     )
+
+
+def _artifact_params(
+    warm_start: ThroughputParams | None, rows: tuple[tuple[float, ...], ...]
+) -> ThroughputParams:
+    """The Sia artifact's fit of the rows (it always starts from the same point, so
+    ``warm_start`` is not read)."""
+    from goodput_sim.models.artifact_fit import artifact_fit
+
+    nodes, replicas, local_bsz, accum, step = np.array(rows, dtype=np.float64).T
+    return artifact_fit(nodes, replicas, local_bsz, accum, step)
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,8 +166,13 @@ class JobBelief:
         outside = not batches or not min(batches) <= local_bsz <= max(batches)
         self.observations[key] = (step - sync, step)
         self._max_replicas = max(self._max_replicas, int(replicas))
-        if (new_shape or outside) and not self.oracle:
+        if (new_shape or outside or self._memo.every_configuration) and not self.oracle:
             self._stale = True
+
+    @property
+    def stale(self) -> bool:
+        """Whether an observation since the last fit calls for a refit."""
+        return self._stale
 
     def set_grad_stats(self, sqr: float, var: float) -> None:
         if (sqr, var) != (self.grad_sqr, self.grad_var):
@@ -155,7 +184,8 @@ class JobBelief:
         if not self._stale:
             return
         rows = tuple((*key, *times) for key, times in self.observations.items())
-        self.params = self._memo.fitted(self.params, rows)
+        start = None if self._memo.every_configuration else self.params
+        self.params = self._memo.fitted(start, rows)
         self.fits += 1
         self.version += 1
         self._stale = False

@@ -27,15 +27,19 @@ PLAN_MEMO_SIZE = 4096  # plans kept for sharing (a few kilobytes each)
 class Planner:
     """Makes and shares one run's plans (its memo belongs to that run)."""
 
-    def __init__(self, agent: BatchAgent, views: Views):
+    def __init__(self, agent: BatchAgent, views: Views, measured_stats: bool = False):
         self.agent = agent
         self.views = views
+        # Whether a job re-choosing its batch at an epoch boundary knows only the gradient
+        # statistics it measured in the epoch before (as the Sia artifact's jobs), rather than
+        # those of the epoch it chooses for.
+        self.measured_stats = measured_stats
         # Plans by everything they are computed from, oldest first, at most PLAN_MEMO_SIZE.
         self.memo: dict[tuple, tuple[NDArray, ...]] = {}
 
-    def ensure(self, job: Job, hint: Mapping[str, Any] | None) -> None:
+    def ensure(self, job: Job, hint: Mapping[str, Any] | None, at_boundary: bool = False) -> None:
         """The job's per-epoch plan on its allocation, asking its agent when something the
-        plan depends on changed."""
+        plan depends on changed (``at_boundary``: the job has just begun its epoch)."""
         belief = self.views.plan_belief(job)
         key = (self.agent.depends_on(belief), job.slowdown, hint_key(hint), job.gpu_type)
         if job.plan is not None and job.plan.key == key:
@@ -48,10 +52,10 @@ class Planner:
         memo = None
         if agent_key is not None:  # everything the plan is computed from
             memo = (agent_key, hint_key(hint), profile, batch, job.epoch, job.layout)
-            memo += (job.slowdown, job.work is None)
+            memo += (job.slowdown, job.work is None, at_boundary)
         arrays = self.memo.get(memo) if memo is not None else None
         if arrays is None:
-            arrays = self._arrays(job, belief, hint, batch)
+            arrays = self._arrays(job, belief, hint, batch, at_boundary)
             if memo is not None:
                 self.memo[memo] = arrays
                 if len(self.memo) > PLAN_MEMO_SIZE:
@@ -62,7 +66,12 @@ class Planner:
         job.last_batch = job.total_batch
 
     def _arrays(
-        self, job: Job, belief: BeliefView, hint: Mapping[str, Any] | None, batch: int
+        self,
+        job: Job,
+        belief: BeliefView,
+        hint: Mapping[str, Any] | None,
+        batch: int,
+        at_boundary: bool = False,
     ) -> tuple[NDArray, ...]:
         """A plan's per-epoch arrays (read-only: equal inputs share them): per-GPU batch,
         accumulation, progress rate, step and sync seconds, examples per second."""
@@ -71,7 +80,11 @@ class Planner:
         # The gradient statistics the job will measure in each upcoming epoch, for agents that
         # re-choose their batch every epoch (each epoch's are passed explicitly, so the plan
         # need not change with the belief's current statistics).
-        sqr, var = profile.grad_stats(batch, epochs)
+        measured = epochs
+        if self.measured_stats:  # each epoch's batch from the statistics of the one before
+            first = max(job.epoch - 1, 0) if at_boundary else job.epoch
+            measured = np.concatenate(([first], epochs[:-1]))
+        sqr, var = profile.grad_stats(batch, measured)
         plan = self.agent.configs(
             belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
         )

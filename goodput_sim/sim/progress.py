@@ -8,6 +8,8 @@ find its state at a checkpoint without advancing it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -50,32 +52,66 @@ def epoch_crossing(job: Job, plan: Plan, seconds: float) -> tuple[int, NDArray, 
     return int(np.searchsorted(cumulative, seconds, side="right")), durations, cumulative
 
 
-def advance_job(job: Job, start: float, end: float) -> None:
+def advance_job(
+    job: Job, start: float, end: float, replan: Callable[[Job], object] | None = None
+) -> None:
     """Move a running job from ``start`` to ``end`` on ground truth: its restart delay first,
-    then training at its plan's rates (finishing it, with its exact finish time, if it ends)."""
+    then training at its plan's rates (finishing it, with its exact finish time, if it ends).
+
+    With ``replan``, the job stops at every epoch boundary it crosses and ``replan(job)`` may
+    give it a new plan from there (its beliefs refitted on what it ran, its batch re-chosen),
+    as the Sia artifact's jobs do (Sia SPEC 3.2); without it, the plan holds until ``end``."""
     t = start + min(job.restart_remaining, end - start)
     job.restart_remaining -= t - start
     job.restart_gpu_seconds += job.replicas * (t - start)
     stop = end
-    if t < end:
+    trained_from = t
+    while t < end:
         plan = job.plan
         thresholds = job.thresholds
         k0 = job.epoch - plan.first_epoch
         available = end - t
         rate = plan.rate[k0]
-        if (thresholds[job.epoch + 1] - job.progress) / rate > available:
+        to_boundary = (thresholds[job.epoch + 1] - job.progress) / rate
+        if to_boundary > available:
             # The common case, no epoch boundary in this interval: scalar arithmetic.
             _observe(job, plan, k0, 1)
             _train_within_epoch(job, plan, k0, available)
-        else:
+            break
+        if replan is None:
             finish = _cross_epochs(job, plan, k0, t, available)
             stop = end if finish is None else finish
+            break
+        finish = _cross_one_epoch(job, plan, k0, t, float(to_boundary))
+        if finish is not None:
+            stop = finish
+            break
+        t += float(to_boundary)
+        replan(job)
     job.gpu_seconds += job.replicas * (stop - start)
     if job.typed is not None:
         by_type = job.gpu_seconds_by_type
         by_type[job.gpu_type] = by_type.get(job.gpu_type, 0.0) + job.replicas * (stop - start)
-    job.train_seconds += max(stop - t, 0.0)
-    job.train_gpu_seconds += job.replicas * max(stop - t, 0.0)
+    job.train_seconds += max(stop - trained_from, 0.0)
+    job.train_gpu_seconds += job.replicas * max(stop - trained_from, 0.0)
+
+
+def _cross_one_epoch(job: Job, plan: Plan, k: int, t: float, seconds: float) -> float | None:
+    """Train the rest of the current epoch (``seconds``, from ``t``) at the plan's ``k``-th
+    configuration; returns the finish time if that was the last epoch."""
+    _observe(job, plan, k, 1)
+    job.examples += seconds * float(plan.samples[k])
+    if job.step_log is not None:
+        _log_steps(job, plan, k, job.epoch, seconds)
+    job.local_bsz = int(plan.local_bsz[k])
+    job.accum_steps = int(plan.accum_steps[k])
+    job.last_batch = job.total_batch
+    job.epoch += 1
+    job.progress = float(job.thresholds[job.epoch])
+    if job.epoch >= job.profile.limits.max_epochs:
+        job.finish_time = t + seconds
+        return job.finish_time
+    return None
 
 
 def _cross_epochs(job: Job, plan: Plan, k0: int, t: float, available: float) -> float | None:
