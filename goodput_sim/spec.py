@@ -42,6 +42,7 @@ DAY = 86400.0
 DECADE = 10 * 365 * DAY
 MAX_NODES = 100_000  # a failure trace read with no cluster in view is checked against this
 MAX_EVENTS = 20_000_000  # the default work budget: a few minutes of the slowest policy
+TAIL_GEOMETRIES = ("examples", "steps")
 KEY_VERSION = 1  # bump when the run key's record changes meaning, so old runs are redone
 
 
@@ -75,6 +76,7 @@ class SimConfig:
     lr_schedule: str | None = None
     lr_descent: float = 5.0
     seed_objective: bool = False
+    tail_geometry: str = "examples"  # lr-aware: how the tail-weighted plan is realised
     crashes: bool = True  # jobs crash at all (off in a run's failure-free twin)
 
     def __post_init__(self) -> None:
@@ -345,6 +347,17 @@ SETTINGS: tuple[Setting, ...] = (
         "seed_objective",
     ),
     Setting(
+        "tail_geometry",
+        str,
+        "examples",
+        "lr-aware: how the tail-weighted agent's plan is realised: each epoch keeps the static "
+        "run's examples, its steps following the batch (examples), or the plan's batches are "
+        "laid on the static run's optimizer steps, the learning rate indexed by step, so steps "
+        "and examples both equal the static run's (steps, seed 004's geometry).",
+        "tail_geometry",
+        choices=TAIL_GEOMETRIES,
+    ),
+    Setting(
         "mtbf",
         float,
         None,
@@ -537,6 +550,12 @@ def check_config(config: SimConfig) -> None:
             number = s.kind in (float, int) and value is not None and value not in s.words
             if (number and not _is_number(value)) or not s.in_range(value):
                 raise InputError(s.flag, f"invalid value {value!r}; expected {s.expected()}")
+    if config.tail_geometry != "examples" and config.progress != "lr-aware":
+        raise InputError(
+            "--tail-geometry",
+            f"{config.tail_geometry} needs --progress lr-aware (under noise a job's work is "
+            "progress, not examples or steps)",
+        )
 
 
 def resolve_settings(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -729,9 +748,10 @@ def non_default(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-GUARD_FIELDS = ("stall_hours", "max_events", "crashes")
-"""Settings added after the first run keys: they enter a key only when not at their default,
-so a sweep's finished runs keep their keys (a run such a guard stopped is redone anyway)."""
+GUARD_FIELDS = ("stall_hours", "max_events", "crashes", "tail_geometry")
+"""Settings added after the first run keys (the run guards, crashes, the tail geometry): they
+enter a key only when not at their default, so a sweep's finished runs keep their keys (a run
+such a guard stopped is redone anyway)."""
 
 
 def _key_config(config: SimConfig) -> dict[str, Any]:

@@ -184,6 +184,7 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
     # forecasting, and under goodput's own agent.
     lr_aware = SimConfig(progress="lr-aware")
     recorded = SimConfig(seed_objective=True)
+    stepped = SimConfig(progress="lr-aware", tail_geometry="steps")
     for policy in ("tiresias", "goodput"):
         out[f"sia-mix/{policy}/progress=lr-aware"] = run("sia-mix", policy, lr_aware)
         out[f"sia-mix/{policy}/agent=tail-weighted/forecast/progress=lr-aware"] = run(
@@ -191,6 +192,10 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
         )
         out[f"sia-mix/{policy}/agent=tail-weighted/seed-objective"] = run(
             "sia-mix", policy, recorded, agent="tail-weighted"
+        )
+        # Seed 004's geometry (issue 48): the blind plan laid on the static run's steps.
+        out[f"sia-mix/{policy}/agent=tail-weighted/progress=lr-aware/tail-geometry=steps"] = run(
+            "sia-mix", policy, stepped, agent="tail-weighted"
         )
     # Job categories under every policy, and finish-time fairness (its own table, digested in
     # place of the jobs table) under the four policies of the fairness comparison (issue 21).

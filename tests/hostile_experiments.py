@@ -670,6 +670,7 @@ def _batch_rules_cases() -> list[Case]:
         ("--seeds -1", ["--seeds", "-1"]),
         ("--seeds ''", ["--seeds", ","]),
         ("--progress bogus", ["--progress", "bogus"]),
+        ("--tail-geometry bogus", ["--tail-geometry", "bogus"]),
         ("--workers 0", ["--workers", "0"]),
         ("--format bogus", ["--format", "bogus"]),
         ("--cluster 0x4", ["--cluster", "0x4"]),

@@ -340,6 +340,33 @@ def test_the_search_rule_runs_goodput_within_bounds_and_leaves_the_policy_as_it_
     assert min(sizes) >= 2 and max(sizes) <= 8 and len(set(sizes)) > 1
 
 
+def test_the_search_rules_utility_stays_within_zero_and_one(profiles, monkeypatch):
+    """Issue 48: the utility is the jobs' believed speedups per GPU, at most 1. A probe once
+    counted GPUs a job kept on nodes outside the probed ones (the policy starts from current
+    allocations), and the rule believed 1.14 on these inputs. Every probed and every averaged
+    utility of two elastic policies' runs now lies in [0, 1]."""
+    probed, averaged = [], []
+    probe, target = SearchAutoscaler.probed_utility, SearchAutoscaler.target
+
+    def probed_utility(self, view, nodes):
+        probed.append(probe(self, view, nodes))
+        return probed[-1]
+
+    def recorded_target(self, view):
+        wanted = target(self, view)
+        averaged.extend(self._history)
+        return wanted
+
+    monkeypatch.setattr(SearchAutoscaler, "probed_utility", probed_utility)
+    monkeypatch.setattr(SearchAutoscaler, "target", recorded_target)
+    jobs = pd.read_csv(api.bundled_workload()).groupby("application", sort=False).head(2)
+    for policy in ("goodput", "sia"):
+        api.run(policy, jobs, profiles, ClusterSpec.uniform(8, 4), config=_scaled("search", 2))
+    assert len(probed) > 100 and averaged
+    assert min(probed) >= 0.0 and max(probed) <= 1.0
+    assert min(averaged) >= 0.0 and max(averaged) <= 1.0
+
+
 def test_a_probe_restores_the_policys_state(profiles):
     """Sia keeps last round's choices; a probe at another size must not leave its own."""
     from goodput_sim.policies import get_policy

@@ -14,7 +14,7 @@ from conftest import bundled_slices
 from figure_layout import layout_problems
 
 from goodput_sim.cli import main
-from goodput_sim.experiments.batch_rules import run_batch_rules
+from goodput_sim.experiments.batch_rules import run_batch_rules, summarize_batch_rules
 from goodput_sim.results.plots import batch_rules_figure
 from goodput_sim.results.stats import bootstrap_mean_ci
 
@@ -45,9 +45,16 @@ def test_batch_rules_reports_and_resumes(small_workloads, tmp_path):
     args = dict(agents=agents, schedulers=("tiresias",), seeds=(0, 1))
     result = run_batch_rules(small_workloads, out, progress=False, **args)
     assert list(result.report["progress"].unique()) == ["noise", "lr-aware"]
-    for model, part in result.report.groupby("progress", sort=False):
+    cases = result.report.groupby(["progress", "geometry"], sort=False)
+    assert list(cases.groups) == [
+        ("noise", "examples"),
+        ("lr-aware", "examples"),
+        ("lr-aware", "steps"),
+    ]
+    for (model, geometry), part in cases:
         report = part.set_index("agent")
-        assert list(report.index) == list(agents)
+        stepped = ("fixed", "tail-blind", "tail-hindsight")  # the tail arms and their baseline
+        assert list(report.index) == list(agents if geometry == "examples" else stepped)
         assert (report["runs"] == 4).all()  # 2 workloads x 2 seeds, paired
         assert (report["avg_jct_ci_low_s"] <= report["avg_jct_s"]).all()
         assert (report["avg_jct_s"] <= report["avg_jct_ci_high_s"]).all()
@@ -57,23 +64,44 @@ def test_batch_rules_reports_and_resumes(small_workloads, tmp_path):
         assert report.loc["fixed", "lr_noise_vs_static"] == pytest.approx(1.0)
         # four pairs are below the minimum for an interval: none is printed
         assert np.isnan(report.loc["tail-blind", "jct_vs_fixed_ci_low"])
-        runs = result.runs[result.runs["progress"] == model]
+        runs = result.runs[
+            (result.runs["progress"] == model) & (result.runs["geometry"] == geometry)
+        ]
         for agent in report.index:
             mine = runs[runs["label"] == agent]
             assert report.loc[agent, "avg_jct_s"] == pytest.approx(mine["avg_jct"].mean())
             assert report.loc[agent, "final_loss_vs_static"] == pytest.approx(
                 mine["avg_final_loss_vs_static"].mean()
             )
-    # the fixed agent takes the same time under both models (its budget is its own)
-    times = result.report.set_index(["agent", "progress"])["avg_jct_s"]
-    assert times["fixed", "noise"] == pytest.approx(times["fixed", "lr-aware"], rel=1e-9)
+    # the fixed agent takes the same time under both models (its budget is its own), and in
+    # both geometries; in the steps geometry the rate tuned per arm is the rate it had
+    times = result.report.set_index(["agent", "progress", "geometry"])["avg_jct_s"]
+    assert times["fixed", "noise", "examples"] == pytest.approx(
+        times["fixed", "lr-aware", "examples"], rel=1e-9
+    )
+    assert times["fixed", "lr-aware", "steps"] == pytest.approx(
+        times["fixed", "lr-aware", "examples"], rel=1e-9
+    )
+    # the examples rows are the rows the report had before the steps geometry
+    examples = result.runs[result.runs["geometry"] == "examples"]
+    before = summarize_batch_rules(examples, 0)
+    now = result.report[result.report["geometry"] == "examples"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(now[before.columns], before)
+    steps = result.report[result.report["geometry"] == "steps"]
+    np.testing.assert_allclose(steps["final_loss_tuned_vs_fixed"], steps["final_loss_vs_fixed"])
+    # on the jobs the rule changed its effect is the same sign and no smaller than on all jobs
+    tail = result.report.set_index(["agent", "progress", "geometry"]).loc["tail-hindsight"]
+    assert (tail["changed_share"] > 0).all() and (tail["changed_share"] < 1).all()
+    for _, row in tail.iterrows():
+        everyone, changed = row["lr_noise_vs_fixed"], row["lr_noise_changed_vs_fixed"]
+        assert (everyone - 1) * (changed - 1) > 0 and abs(changed - 1) >= abs(everyone - 1)
     assert (out / "report.csv").is_file() and (out / "batch_rules.png").is_file()
     assert layout_problems(batch_rules_figure(result.report, None, ["slice-0", "slice-1"])) == []
     saved = json.loads((out / "report.json").read_text())
-    assert saved["workloads"] == ["slice-0", "slice-1"] and len(saved["report"]) == 8
+    assert saved["workloads"] == ["slice-0", "slice-1"] and len(saved["report"]) == 11
     assert {"lr_noise_vs_fixed", "final_loss_vs_fixed"} <= set(saved["report"][0])
     # Resume: finished runs are kept, not redone.
-    folders = sorted((out / "runs").rglob("summary.json"))
+    folders = sorted(out.rglob("summary.json"))
     stamps = [p.stat().st_mtime_ns for p in folders]
     again = run_batch_rules(small_workloads, out, progress=False, **args)
     assert [p.stat().st_mtime_ns for p in folders] == stamps

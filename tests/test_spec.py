@@ -52,6 +52,7 @@ OTHER = {
     "lr_schedule": "cifar10:constant,bert:cosine(floor=0.1)",
     "lr_descent": 3.0,
     "seed_objective": True,
+    "tail_geometry": "steps",
     "mtbf": 24.0,
     "repair_hours": 2.0,
     "repair": "exponential",
@@ -75,6 +76,8 @@ OTHER = {
 def _beside(name: str) -> dict:
     """The settings ``name`` needs beside it to take effect (failures on, autoscaling on)."""
     group = BY_NAME[name].group
+    if name == "tail_geometry":  # the steps geometry is lr-aware's
+        return {"progress": "lr-aware"}
     if group == "failures" and name not in ("mtbf", "failure_trace", "job_crash_hours"):
         return {"mtbf": 12.0}
     if group == "autoscale":
@@ -265,7 +268,8 @@ def test_every_setting_is_a_config_file_key(tmp_path):
     """One ``--config`` file sets every setting (failures by MTBF); the manifest records the
     config the declarations build from them."""
     (tmp_path / "jobs.csv").write_text(SMALL)
-    apart = ("failure_trace", "max_wall", "progress", "seed_objective")  # refused with failures
+    apart = ("failure_trace", "max_wall", "progress", "seed_objective", "tail_geometry")
+    # (the progress settings are refused with failures)
     values = {k: v for k, v in OTHER.items() if k not in apart}
     config = tmp_path / "run.yaml"
     config.write_text(
@@ -284,7 +288,7 @@ def test_every_setting_is_a_config_file_key(tmp_path):
 def test_progress_settings_are_config_file_keys(tmp_path):
     """The progress settings are refused with failures, so they get a run of their own."""
     (tmp_path / "jobs.csv").write_text(SMALL)
-    names = ("progress", "lr_schedule", "lr_descent", "seed_objective")
+    names = ("progress", "lr_schedule", "lr_descent", "seed_objective", "tail_geometry")
     values = {k: OTHER[k] for k in names}
     config = tmp_path / "run.yaml"
     config.write_text(

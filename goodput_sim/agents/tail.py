@@ -18,6 +18,17 @@ application's trajectory from an earlier run at batch M0 (``Limits.noise_prior``
 scaled to the latest measurement. The scale cancels under the budget, so the plan follows that
 trajectory's shape. The blind plan (``window`` >= 1) and the hindsight plan (``window = 0``) are
 its bounds.
+
+Under ``tail_geometry: steps`` (seed 004's geometry) the job's limits carry its static run's
+batch and optimizer steps by epoch (``Limits.static_run``), and the plan is laid on those
+steps: ``steps_per_epoch x epochs`` equal cells of the static run's steps, each with the static
+run's learning rate at its middle step, share the static run's examples (the static batch on
+every step) by the bounded optimum; each epoch runs at the mean batch of the steps it spans, so
+a run of the plan takes the static run's steps and spends its examples (:func:`step_configs`
+says how closely). The plan is made for the whole run at once (the tail of an optimum is
+optimal for the budget it leaves, so a re-plan on the same GPUs gives the same batches): the
+blind plan with constant noise, the forecasting and hindsight plans from the application's
+trajectory (``Limits.noise_prior``; in this simulator it is the truth, so the two coincide).
 """
 
 from __future__ import annotations
@@ -26,9 +37,18 @@ import functools
 
 import numpy as np
 
-from goodput_sim.agents.base import BatchAgent, fixed_configs, register_agent
+from goodput_sim.agents.base import BatchAgent, BatchPlan, fixed_configs, register_agent
 from goodput_sim.models.goodput import fixed_batch_configs
-from goodput_sim.models.tail import SCHEDULES, learning_rates, noise_blind_batches, plan
+from goodput_sim.models.limits import Limits
+from goodput_sim.models.lr import parse_schedule
+from goodput_sim.models.tail import (
+    SCHEDULES,
+    clipped_batches,
+    learning_rates,
+    noise_blind_batches,
+    plan,
+    tail_coefficients,
+)
 from goodput_sim.params import Param
 
 
@@ -64,6 +84,7 @@ class TailWeighted(BatchAgent):
     def __init__(self, **values):
         super().__init__(**values)
         self._noise_blind = functools.lru_cache(maxsize=4096)(_noise_blind_plan)
+        self._on_steps = functools.lru_cache(maxsize=4096)(step_configs)
 
     def configs(self, belief, requested_batch, nodes, replicas, grad_sqr, grad_var, hint=None):
         lim = belief.limits
@@ -75,6 +96,11 @@ class TailWeighted(BatchAgent):
         low, high = float(lim.init_batch_size), float(lim.max_batch_size)
         static = float(np.clip(requested_batch, low, high))
         forecast = self.reads_noise_prior and lim.noise_prior is not None
+        floor = max(low, lim.min_local_bsz * replicas)  # the least batch on these GPUs
+        if lim.static_run is not None:  # laid on the static run's steps (memoised)
+            sees = (forecast or not self.values["window"]) and lim.noise_prior is not None
+            local, accum = self._on_steps(lim, schedule, per_epoch, replicas, upcoming, sees)
+            return local.copy(), accum.copy()
         if self.values["window"] and not forecast:  # blind: memoised
             args = (schedule, per_epoch, lim.max_epochs, upcoming, static, low, high)
             steps = self._noise_blind(*args)
@@ -89,7 +115,7 @@ class TailWeighted(BatchAgent):
             noise = np.repeat(trace, per_epoch)
             steps = plan(rates, np.maximum(noise, 1e-12), static * len(rates), low, high).batches
         epoch_batch = steps.reshape(upcoming, per_epoch).mean(axis=1)
-        total = np.clip(epoch_batch, max(low, lim.min_local_bsz * replicas), high)
+        total = np.clip(epoch_batch, floor, high)
         return fixed_batch_configs(np.round(total), replicas, lim)
 
     def depends_on(self, belief):
@@ -111,3 +137,72 @@ def _noise_blind_plan(
     batches = np.array(noise_blind_batches(rates, static * len(rates), low, high), dtype=float)
     batches.flags.writeable = False
     return batches
+
+
+def step_configs(
+    lim: Limits, schedule: str, per_epoch: int, replicas: int, upcoming: int, sees: bool
+) -> BatchPlan:
+    """(per-GPU batch, accumulation) of the last ``upcoming`` epochs of the plan laid on the
+    static run of ``lim`` (``Limits.static_run``) on ``replicas`` GPUs; ``sees``: from the
+    application's noise trajectory (``Limits.noise_prior``), else blind to the noise.
+
+    A total batch runs as the nearest configuration at or above it (:func:`fixed_batch_configs`),
+    so each epoch aims at its planned batch plus what the epochs before it (from this plan on)
+    spent short of or beyond the plan, spread over its steps: the examples then follow the
+    plan's within one configuration's rounding, not the rounding of every epoch. Memoised by
+    every argument."""
+    static, on = lim.static_run
+    low, high = float(lim.init_batch_size), float(lim.max_batch_size)
+    floor = max(low, lim.min_local_bsz * replicas)  # the least batch on these GPUs
+    planned = step_plan(
+        schedule,
+        per_epoch,
+        on,
+        static,
+        min(floor, static),
+        max(high, static),
+        lim.noise_prior if sees else None,
+    )[-upcoming:]
+    lengths = np.diff(np.asarray(on, dtype=np.float64))[-upcoming:]
+    local, accum = np.empty(upcoming), np.empty(upcoming)
+    short = 0.0  # examples the epochs so far spent short of the plan (negative: beyond it)
+    for k, (want, steps) in enumerate(zip(planned, lengths, strict=True)):
+        total = np.clip(np.round(want + short / steps), floor, high)
+        b, s = fixed_batch_configs(np.array([total]), replicas, lim)
+        local[k], accum[k] = b[0], s[0]
+        short += steps * (want - replicas * b[0] * (s[0] + 1))
+    return local, accum
+
+
+def step_plan(
+    schedule: str,
+    per_epoch: int,
+    static_steps: tuple[float, ...],
+    static: float,
+    low: float,
+    high: float,
+    noise: tuple[float, ...] | None = None,
+) -> np.ndarray:
+    """Per-epoch batches of the plan laid on a static run's optimizer steps (``static_steps``:
+    cumulative steps by the end of each epoch, 0 first; ``tail_geometry: steps``).
+
+    ``per_epoch x epochs`` equal cells of the static run's steps, each with the rate the static
+    run has at its middle step (the schedule at that step's place in its epoch) and its epoch's
+    noise (``noise``: tr(Sigma) per epoch; None: constant), share ``static`` examples per step
+    by the bounded optimum (:func:`~goodput_sim.models.tail.clipped_batches`); an epoch's batch
+    is the mean over the steps it spans, so ``sum_e n_e b_e = static * sum_e n_e`` exactly."""
+    edges_e = np.asarray(static_steps, dtype=np.float64)
+    epochs = len(edges_e) - 1
+    lengths = np.diff(edges_e)
+    cells = epochs * per_epoch
+    edges = np.linspace(0.0, edges_e[-1], cells + 1)
+    middle = 0.5 * (edges[:-1] + edges[1:])
+    epoch = np.clip(np.searchsorted(edges_e, middle, side="right") - 1, 0, epochs - 1)
+    where = (epoch + (middle - edges_e[epoch]) / lengths[epoch]) / epochs
+    rates = parse_schedule(schedule).at_fractions(where)
+    trace = np.ones(epochs) if noise is None else np.asarray(noise, dtype=np.float64)
+    batches = clipped_batches(
+        tail_coefficients(rates), np.maximum(trace[epoch], 1e-12), static * cells, low, high
+    )
+    spent = np.concatenate([[0.0], np.cumsum(batches)]) * (edges_e[-1] / cells)  # examples
+    return np.diff(np.interp(edges_e, edges, spent)) / lengths

@@ -127,17 +127,28 @@ def _workload_files(workloads: tuple[Path, ...]) -> list[Path]:
     help="Comma-separated progress models to run under.",
 )
 @click.option(
+    "--tail-geometry",
+    "geometries",
+    default="examples,steps",
+    show_default=True,
+    help="Comma-separated tail geometries (steps: the tail-weighted arms and the fixed batch "
+    "again in seed 004's geometry, under lr-aware).",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 def batch_rules_cmd(
-    workloads, profiles, cluster, agents, schedulers, workers, out, seeds, models, fmt
+    workloads, profiles, cluster, agents, schedulers, workers, out, seeds, models, geometries, fmt
 ) -> None:
     """Batch agents x schedulers on a set of workloads (replayed and resampled), under both
     progress models: average JCT with 95% bootstrap intervals, GPU-hours, and each agent
     against the fixed one in JCT and in seed 004's own objective (learning-rate-weighted
-    noise; final loss), with paired intervals."""
+    noise; final loss at the static run's rate and with the rate tuned per arm), with paired
+    intervals, on all jobs and on the jobs the agent changes; the tail-weighted arms also in
+    seed 004's geometry (--tail-geometry)."""
     from goodput_sim.experiments.batch_rules import (
         AGENTS,
+        GEOMETRIES,
         PROGRESS_MODELS,
         SCHEDULERS,
         run_batch_rules,
@@ -155,6 +166,7 @@ def batch_rules_cmd(
         progress=fmt == "table",
         seeds=_seeds(seeds),
         models=_names(models, list(PROGRESS_MODELS), "--progress"),
+        geometries=_names(geometries, list(GEOMETRIES), "--tail-geometry"),
     )
     if fmt == "json":
         click.echo(jsonio.dumps(result.as_json(), sort_keys=False))
@@ -164,17 +176,21 @@ def batch_rules_cmd(
         f"{len(result.workloads)} workload(s) x seeds {seeds}, cluster {cluster}. Against the "
         "fixed batch under the same scheduler (paired by workload and seed, 95% bootstrap "
         "interval): average JCT, and seed 004's objective per job relative to its static "
-        "batch: LR-weighted noise (lr-noise) and final loss under the lr-aware model (loss)."
+        "batch: LR-weighted noise (lr-noise) and final loss at the static run's rate (loss) "
+        "and with the rate tuned per arm (tuned loss), on all jobs and on the jobs the agent "
+        "changes (changed)."
     )
+    keys = ("jct", "lr_noise", "final_loss", "final_loss_tuned", "final_loss_tuned_changed")
+    heads = ("JCT", "lr-noise", "loss", "tuned loss", "changed: tuned loss")
     click.echo(
-        f"{'progress':<9} {'scheduler':<11} {'agent':<16} {'runs':>4} {'avg JCT h':>9} "
-        f"{'JCT vs fixed':>24} {'lr-noise vs fixed':>24} {'loss vs fixed':>24}"
+        f"{'progress':<9} {'geometry':<9} {'scheduler':<11} {'agent':<16} {'runs':>4} "
+        f"{'avg JCT h':>9} " + " ".join(f"{h + ' vs fixed':>27}" for h in heads)
     )
     for row in report.itertuples():
-        cells = [_versus(row, key) for key in ("jct", "lr_noise", "final_loss")]
+        cells = " ".join(f"{_versus(row, key):>27}" for key in keys)
         click.echo(
-            f"{row.progress:<9} {row.scheduler:<11} {row.agent:<16} {row.runs:>4} "
-            f"{_hours(row.avg_jct_s):>9} {cells[0]:>24} {cells[1]:>24} {cells[2]:>24}"
+            f"{row.progress:<9} {row.geometry:<9} {row.scheduler:<11} {row.agent:<16} "
+            f"{row.runs:>4} {_hours(row.avg_jct_s):>9} {cells}"
         )
     click.echo(f"\nreport.csv, report.json, batch_rules.png and every run: {out}")
 

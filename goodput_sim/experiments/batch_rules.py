@@ -10,7 +10,17 @@ interval across runs, GPU-hours and examples per run, the JCT ratio against the 
 under the same scheduler (paired by workload and seed), and seed 004's own objective, each job's
 learning-rate-weighted noise and final loss relative to its static batch (1 = the fixed agent
 on its requested GPUs), averaged over jobs and runs with paired intervals against the fixed
-agent. Runs are a resumable sweep.
+agent. The final loss is reported twice: at the static run's rate (``final_loss``: an arm that
+takes fewer or more steps descends less or more, so this column mostly counts steps) and with the
+rate tuned to each job's own steps (``final_loss_tuned``, as a comparison with the rate tuned per
+arm would). Runs are a resumable sweep.
+
+Under ``lr-aware`` the tail-weighted arms (and the fixed batch, their baseline) also run in seed
+004's own geometry (``tail_geometry: steps``: the plan laid on the static run's optimizer steps,
+steps and examples both the static run's), in a sweep of their own (``runs-steps``); the report
+has a ``geometry`` column. Each agent's effect is also reported on the jobs it changes (``changed``
+columns: the jobs its run moved off their static batch, compared with the same jobs under the
+fixed agent), beside its effect on all jobs, which dilutes it by the jobs it leaves alone.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from goodput_sim import jsonio
 from goodput_sim.experiments.sweep import sweep
 from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.results.stats import bootstrap_mean_ci
+from goodput_sim.sim.budget import DEFAULT_MAX_RUNS, MAX_GRID_RUNS
 from goodput_sim.spec import SimConfig
 
 SCHEDULERS = ("goodput", "throughput", "tiresias")
@@ -40,6 +51,10 @@ AGENTS: dict[str, tuple[str, dict]] = {
     "tail-hindsight": ("tail-weighted", {"window": 0}),
 }
 """Label -> (agent, parameters)."""
+GEOMETRIES = ("examples", "steps")
+"""``tail_geometry`` values; ``steps`` runs under ``lr-aware`` only, for :data:`STEP_LABELS`."""
+STEP_LABELS = ("fixed", "tail-blind", "tail-forecast", "tail-hindsight")
+"""Arms run in the steps geometry: the tail-weighted plans and their fixed baseline."""
 
 
 @dataclass
@@ -64,6 +79,11 @@ OBJECTIVES = {
     "final_loss_tuned": "avg_final_loss_tuned_vs_static",
 }
 """Report key -> the sweep column holding it (each run's mean over jobs of the ratio)."""
+JOB_OBJECTIVES = {key: f"{key}_vs_static" for key in OBJECTIVES}
+"""Report key -> the ``jobs.csv`` column holding it per job."""
+CHANGED = 1e-6
+"""A job's run changed it when its learning-rate-weighted noise is off its static batch's by
+more than this (relative): its batch differed from the static batch somewhere."""
 MIN_PAIRS = 5  # fewer paired runs than this get no interval (the values say enough)
 
 
@@ -81,7 +101,7 @@ def _paired(values: np.ndarray, base: np.ndarray, rng: np.random.Generator) -> t
     return ratio, low, high
 
 
-def summarize_batch_rules(runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+def summarize_batch_rules(runs: pd.DataFrame, seed: int | list[int] = 0) -> pd.DataFrame:
     """The report table from the sweep rows (``label`` naming the agent variant, ``progress``
     the progress model); runs are paired by (workload, seed)."""
     rng = np.random.default_rng(seed)
@@ -121,6 +141,45 @@ def summarize_batch_rules(runs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def changed_jobs_report(
+    runs: pd.DataFrame, jobs: dict[str, pd.DataFrame], seed: int = 0
+) -> pd.DataFrame:
+    """Per (progress, geometry, scheduler, agent) of ``runs``: the share of jobs the agent's
+    runs changed (:data:`CHANGED`), and its objectives on those jobs against the same jobs
+    under the fixed agent (``<key>_changed_vs_fixed``: ratio of means over the runs, with a 95%
+    paired bootstrap interval over runs paired by workload and seed). ``jobs`` maps each run's
+    key to its ``jobs.csv``."""
+    rng = np.random.default_rng([seed, 2])
+    runs = runs.assign(pair=runs["workload"] + "/" + runs["seed"].astype(str))
+    keys = ["progress", "geometry", "scheduler", "agent"]
+    rows = []
+    for (model, geometry, scheduler), mine in runs.groupby(
+        ["progress", "geometry", "policy"], sort=False
+    ):
+        base = mine[mine["label"] == "fixed"].set_index("pair")["run_key"]
+        for label, part in mine.groupby("label", sort=False):
+            share, values = [], {key: ([], []) for key in JOB_OBJECTIVES}
+            for pair, key in part.set_index("pair")["run_key"].sort_index().items():
+                arm = jobs[key].set_index("name")
+                moved = (arm["lr_noise_vs_static"] - 1).abs() > CHANGED
+                share.append(float(moved.mean()))
+                if pair not in base.index or not moved.any():
+                    continue
+                fixed = jobs[base[pair]].set_index("name").reindex(arm.index[moved])
+                for key, column in JOB_OBJECTIVES.items():
+                    values[key][0].append(float(np.nanmean(arm.loc[moved, column])))
+                    values[key][1].append(float(np.nanmean(fixed[column])))
+            row = dict(zip(keys, (model, geometry, scheduler, label), strict=True))
+            row["changed_share"] = float(np.mean(share)) if share else float("nan")
+            for key, (ours, theirs) in values.items():
+                ratio, lo, hi = _paired(np.array(ours), np.array(theirs), rng)
+                row[f"{key}_changed_vs_fixed"] = ratio
+                row[f"{key}_changed_vs_fixed_ci_low"] = lo
+                row[f"{key}_changed_vs_fixed_ci_high"] = hi
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def run_batch_rules(
     workloads: list[Path],
     out: Path,
@@ -134,31 +193,52 @@ def run_batch_rules(
     seed: int = 0,
     seeds: tuple[int, ...] = (0, 1, 2),
     models: tuple[str, ...] = PROGRESS_MODELS,
+    geometries: tuple[str, ...] = GEOMETRIES,
 ) -> BatchRulesResult:
     """Run (or resume) the grid into ``out`` and report; writes ``report.csv``,
     ``report.json`` and ``batch_rules.png`` there. ``seeds`` resample each workload (0: as
-    it is); every run records seed 004's objective."""
-    variants = [AGENTS[label] for label in agents]
-    runs = sweep(
-        schedulers,
-        workloads,
-        out / "runs",
-        seeds,
-        str(profiles) if profiles is not None else None,
-        cluster,
-        replace(config or SimConfig(), seed_objective=True),
-        workers=workers,
-        progress=progress,
-        variants=variants,
-        settings={"progress": list(models)},
-    )
-    runs["progress"] = [json.loads(s).get("progress", "noise") for s in runs["settings"]]
+    it is); every run records seed 004's objective. With ``steps`` among ``geometries`` and
+    ``lr-aware`` among ``models``, the arms of :data:`STEP_LABELS` also run in the steps
+    geometry (into ``runs-steps``)."""
+    base = replace(config or SimConfig(), seed_objective=True)
+    common = dict(workers=workers, progress=progress)
+    grids = []
+    if "examples" in geometries:
+        labels = list(agents)
+        grids.append((out / "runs", labels, {"progress": list(models)}))
+    stepped = [label for label in agents if label in STEP_LABELS]
+    if "steps" in geometries and "lr-aware" in models and stepped:
+        settings = {"progress": ["lr-aware"], "tail_geometry": ["steps"]}
+        grids.append((out / "runs-steps", stepped, settings))
+    parts = []
+    for folder, labels, settings in grids:
+        size = len(schedulers) * len(workloads) * len(seeds) * len(labels)
+        size *= int(np.prod([len(values) for values in settings.values()]))
+        parts.append(
+            sweep(
+                schedulers,
+                workloads,
+                folder,
+                seeds,
+                str(profiles) if profiles is not None else None,
+                cluster,
+                base,
+                variants=[AGENTS[label] for label in labels],
+                settings=settings,
+                max_runs=min(max(size, DEFAULT_MAX_RUNS), MAX_GRID_RUNS),  # the grid is ours
+                **common,
+            )
+        )
+    runs = pd.concat(parts, ignore_index=True)
+    chosen = [json.loads(s) for s in runs["settings"]]
+    runs["progress"] = [c.get("progress", "noise") for c in chosen]
+    runs["geometry"] = [c.get("tail_geometry", "examples") for c in chosen]
     by_variant = {
         (agent, json.dumps({k: str(v) for k, v in params.items()}, sort_keys=True)): label
         for label, (agent, params) in AGENTS.items()
     }
     runs["label"] = [by_variant[(a, p)] for a, p in zip(runs["agent"], runs["params"], strict=True)]
-    report = summarize_batch_rules(runs, seed)
+    report = _report(runs, [out / "runs", out / "runs-steps"], seed)
     names = sorted({Path(w).stem for w in workloads})
     result = BatchRulesResult(runs, report, names)
     out.mkdir(parents=True, exist_ok=True)
@@ -168,3 +248,37 @@ def run_batch_rules(
 
     batch_rules_figure(report, out / "batch_rules.png", names, str(cluster))
     return result
+
+
+def _report(runs: pd.DataFrame, folders: list[Path], seed: int) -> pd.DataFrame:
+    """The report of both geometries: each geometry's rows as :func:`summarize_batch_rules`
+    makes them (the examples rows first, with the generator they always had, so they stay the
+    rows of a report made before the steps geometry), a ``geometry`` column after
+    ``progress``, and the changed-jobs columns at the end."""
+    parts = []
+    for k, geometry in enumerate(g for g in GEOMETRIES if g in set(runs["geometry"])):
+        part = summarize_batch_rules(
+            runs[runs["geometry"] == geometry], seed if k == 0 else [seed, k]
+        )
+        part.insert(1, "geometry", geometry)
+        parts.append(part)
+    report = pd.concat(parts, ignore_index=True)
+    jobs = _jobs_by_key(folders, set(runs["run_key"]))
+    changed = changed_jobs_report(runs, jobs, seed)
+    return report.merge(changed, on=["progress", "geometry", "scheduler", "agent"], how="left")
+
+
+def _jobs_by_key(folders: list[Path], keys: set[str]) -> dict[str, pd.DataFrame]:
+    """Each run's ``jobs.csv`` (name and objective columns) by its run key, from the sweep
+    folders."""
+    out = {}
+    columns = ["name", *JOB_OBJECTIVES.values()]
+    for folder in folders:
+        for summary in sorted(folder.rglob("summary.json")) if folder.is_dir() else []:
+            key = json.loads(summary.read_text()).get("run_key")
+            if key in keys and key not in out:
+                out[key] = pd.read_csv(summary.parent / "jobs.csv", usecols=columns)
+    missing = keys - set(out)
+    if missing:
+        raise RuntimeError(f"{len(missing)} run(s) of the sweep have no jobs.csv in {folders}")
+    return out

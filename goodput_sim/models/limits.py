@@ -28,6 +28,10 @@ class Limits:
     # earlier run at batch M0 (its profile's trajectory), for agents that forecast the noise;
     # set by the engine only for agents that ask for it (``BatchAgent.reads_noise_prior``).
     noise_prior: tuple[float, ...] | None = None
+    # The job's static run, (its batch, its optimizer steps by the end of each epoch, 0 first),
+    # set by the engine on a job's own copy under ``tail_geometry: steps``: the steps a plan
+    # is laid on, and the examples (batch x steps) it spends.
+    static_run: tuple[float, tuple[float, ...]] | None = None
     # The job's category (Sia SPEC 4.8), set by the engine on a job's own copy of its
     # application's limits: ``scale-gpus`` jobs keep their requested batch (``fixed_batch_size``)
     # on at most their requested GPUs (``max_replicas``), and are valued at that batch;
@@ -79,8 +83,9 @@ class Limits:
         return replicas if self.max_replicas is None else min(replicas, self.max_replicas)
 
 
-JOB_FIELDS = ("category", "min_replicas")
-"""Fields a job's category sets (:func:`for_category`); never read from a profile."""
+JOB_FIELDS = ("category", "min_replicas", "static_run")
+"""Fields the engine sets on a job's own copy (its category's, :func:`for_category`, and its
+static run's steps); never read from a profile."""
 
 CATEGORIES = ("adaptive", "scale-gpus", "rigid")
 """Job categories (Sia SPEC 4.8): batch and GPUs adapt; fixed batch, GPUs chosen; both fixed."""

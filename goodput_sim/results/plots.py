@@ -403,43 +403,93 @@ def batch_rules_figure(
     workloads: list[str] | None = None,
     cluster: str = "",
 ) -> Figure:
-    """Each batch agent against the fixed batch under the same scheduler, per progress model
-    (rows): average JCT (left) and seed 004's own objective (right: learning-rate-weighted
-    noise under ``noise``, final loss under ``lr-aware``), with 95% paired bootstrap intervals.
-    Below 1 the agent beats the fixed batch."""
-    models = list(dict.fromkeys(report.get("progress", pd.Series(["noise"] * len(report)))))
+    """Each batch agent against the fixed batch under the same scheduler, a row per progress
+    model and tail geometry: average JCT (left), seed 004's own objective (middle:
+    learning-rate-weighted noise under ``noise``, final loss at the static run's rate under
+    ``lr-aware``, log scale) and the final loss with the rate tuned per arm (right; a black
+    mark: on the jobs the agent changed only), with 95% paired bootstrap intervals. Below 1
+    the agent beats the fixed batch."""
     if "progress" not in report:
         report = report.assign(progress="noise")
+    if "geometry" not in report:
+        report = report.assign(geometry="examples")
+    cases = list(dict.fromkeys(zip(report["progress"], report["geometry"], strict=True)))
     objective = {"noise": "lr_noise", "lr-aware": "final_loss"}
-    fig = new_figure(11.0, 3.6 * len(models))
-    axes = np.atleast_2d(fig.subplots(len(models), 2, squeeze=False))
-    for row, model in enumerate(models):
-        mine = report[(report["progress"] == model) & (report["agent"] != "fixed")]
+    names = {
+        "jct": "average JCT",
+        "lr_noise": "LR-weighted noise",
+        "final_loss": "final loss",
+        "final_loss_tuned": "final loss, tuned rate",
+    }
+    fig = new_figure(15.0, 3.6 * len(cases))
+    axes = np.atleast_2d(fig.subplots(len(cases), 3, squeeze=False))
+    everyone = [a for a in dict.fromkeys(report["agent"]) if a != "fixed"]
+    colors = {agent: PALETTE[k % len(PALETTE)] for k, agent in enumerate(everyone)}
+    for row, (model, geometry) in enumerate(cases):
+        mine = report[(report["progress"] == model) & (report["geometry"] == geometry)]
+        mine = mine[mine["agent"] != "fixed"]
         schedulers = list(dict.fromkeys(mine["scheduler"]))
         agents = list(dict.fromkeys(mine["agent"]))
         width = 0.8 / max(len(agents), 1)
-        for ax, key in zip(axes[row], ("jct", objective.get(model, "lr_noise")), strict=True):
+        keys = ("jct", objective.get(model, "lr_noise"), "final_loss_tuned")
+        for ax, key in zip(axes[row], keys, strict=True):
             if f"{key}_vs_fixed" not in mine:
+                ax.set_visible(False)
                 continue
             for k, agent in enumerate(agents):
                 part = mine[mine["agent"] == agent].set_index("scheduler").reindex(schedulers)
-                mean = part[f"{key}_vs_fixed"].to_numpy(dtype=float)
-                low = part[f"{key}_vs_fixed_ci_low"].to_numpy(dtype=float)
-                high = part[f"{key}_vs_fixed_ci_high"].to_numpy(dtype=float)
-                errors = np.nan_to_num(np.stack([mean - low, high - mean]))
                 x = np.arange(len(schedulers)) + (k - (len(agents) - 1) / 2) * width
-                color = PALETTE[k % len(PALETTE)]
-                ax.bar(x, mean, width, yerr=errors, capsize=2, label=agent, color=color)
+                mean, errors = _versus_fixed(part, key)
+                base = 1.0 if key.startswith("final_loss") else 0.0  # ratios of loss: from 1
+                ax.bar(
+                    x,
+                    mean - base,
+                    width,
+                    base,
+                    yerr=errors,
+                    capsize=2,
+                    label=agent,
+                    color=colors[agent],
+                )
+                if key == "final_loss_tuned" and f"{key}_changed_vs_fixed" in part:
+                    mean, errors = _versus_fixed(part, f"{key}_changed")
+                    label = "changed jobs only" if k == 0 else None
+                    ax.errorbar(x, mean, errors, fmt="D", color="black", ms=3, label=label)
             ax.axhline(1.0, color="black", linewidth=0.8)
+            low, high = _limits_about_one(mine, key)
+            if key.startswith("final_loss") and high / low > 3:  # factors: a log scale
+                _log_scale(ax, "y")
+            elif key.startswith("final_loss"):  # percents: a range about 1
+                ax.set_ylim(low, high)
             ax.set_xticks(np.arange(len(schedulers)), schedulers)
-            what = {"jct": "average JCT", "lr_noise": "LR-weighted noise"}.get(key, "final loss")
-            ax.set_ylabel(f"{what} / fixed batch's")
-            ax.set_title(f"progress model {model}: {what}", fontsize="medium")
-    legend_outside(axes[0][-1], axes[0][0], title="batch agent", fontsize="x-small")
+            ax.set_ylabel(f"{names.get(key, key)} / fixed's", fontsize="small")
+            where = f"{model}, {geometry} geometry" if model == "lr-aware" else model
+            ax.set_title(f"{where}: {names.get(key, key)}", fontsize="medium")
+    legend_outside(axes[0][-1], axes[0][-1], title="batch agent", fontsize="x-small")
     count = len(workloads or [])
     on = f" on {cluster}" if cluster else ""
     fig.suptitle(f"Batch agents against the fixed batch: {count} workload(s){on}, 95% paired CI")
     return _save(fig, path)
+
+
+def _versus_fixed(part: pd.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ratio to the fixed batch, its interval as error bars) of report rows."""
+    mean = part[f"{key}_vs_fixed"].to_numpy(dtype=float)
+    low = part[f"{key}_vs_fixed_ci_low"].to_numpy(dtype=float)
+    high = part[f"{key}_vs_fixed_ci_high"].to_numpy(dtype=float)
+    return mean, np.nan_to_num(np.stack([mean - low, high - mean]))
+
+
+def _limits_about_one(rows: pd.DataFrame, key: str) -> tuple[float, float]:
+    """A y range about 1 that holds every ratio of ``key`` to the fixed batch and its interval
+    (changed jobs' too): ratios that differ from 1 by percents vanish on a range from 0."""
+    columns = [c for c in rows if c.startswith(f"{key}_") and "_vs_fixed" in c]
+    columns = [c for c in columns if key == "final_loss_tuned" or "tuned" not in c]
+    values = rows[columns].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    low, high = (min(values.min(), 1.0), max(values.max(), 1.0)) if values.size else (0.9, 1.1)
+    pad = 0.1 * (high - low) or 0.05
+    return low - pad, high + pad
 
 
 def critical_batch_figure(trajectories, path: Path | None = None) -> Figure:

@@ -94,9 +94,19 @@ class Simulation:
         oracle = (
             oracle_params(workload["application"], profiles, self.cluster) if config.oracle else {}
         )
-        prior = self.agent.reads_noise_prior
+        # Under the steps geometry every plan is laid on the static run's steps, a whole-run
+        # plan from the application's noise trajectory (sim.dynamics.lr_aware).
+        steps = config.tail_geometry == "steps"
+        prior = self.agent.reads_noise_prior or steps
         book = self.book = JobBook(
-            workload, profiles, self.cluster, oracle, config.lr_schedule, prior, policy.belief_fit
+            workload,
+            profiles,
+            self.cluster,
+            oracle,
+            config.lr_schedule,
+            prior,
+            policy.belief_fit,
+            steps,
         )
         book.on_made = self._job_made
         if book.typed and config.oracle:

@@ -23,6 +23,8 @@ from goodput_sim.models.throughput import ThroughputParams
 from goodput_sim.profiles.base import ApplicationProfile
 from goodput_sim.profiles.typed import TypedProfile, as_typed
 from goodput_sim.sim.jobs import FitMemo, Job, JobBelief, JobSpec
+from goodput_sim.sim.lr_progress import static_batch_of
+from goodput_sim.sim.lr_progress import static_steps as static_steps_of
 
 
 class JobBook:
@@ -37,6 +39,7 @@ class JobBook:
         config_schedule: str | None,
         reads_noise_prior: bool,
         fit_method: str = "engine",
+        static_runs: bool = False,
     ):
         self.cluster = cluster
         self.profiles = profiles
@@ -59,6 +62,8 @@ class JobBook:
             for app, truth in self.truths.items()
         }
         self._limits: dict[tuple, Limits] = {}
+        # Under ``tail_geometry: steps`` each request's limits carry its static run.
+        self._static_runs: dict[tuple[str, float], tuple] | None = {} if static_runs else None
         self.names = workload["name"].astype(str).tolist()
         self.apps = workload["application"].astype(str).tolist()
         self.arrivals = workload["time"].to_numpy(dtype=np.float64)
@@ -142,13 +147,24 @@ class JobBook:
     def limits(self, spec: JobSpec, gpu_type: str | None, profile: ApplicationProfile) -> Limits:
         """The limits of the job's application on ``gpu_type`` (``profile``, its truth there;
         None: before the job is placed) with the application's recipe and the job's category:
-        one object per (application, type, category rule) and run, so a belief bound to them
-        is recognised by identity."""
+        one object per (application, type, category rule and, under ``tail_geometry:
+        steps``, static batch) and run, so a belief bound to them is recognised by identity."""
         app = spec.application
         rule = () if spec.category == "adaptive" else category_rule(spec)
         key = (app, gpu_type, *rule)
+        static = None
+        if self._static_runs is not None:  # the static run on the job's own truth (its work)
+            truth = self.truths[app]
+            batch = static_batch_of(spec, truth.limits)
+            if (app, batch) not in self._static_runs:
+                steps = tuple(float(x) for x in static_steps_of(truth, batch))
+                self._static_runs[app, batch] = (batch, steps)
+            static = self._static_runs[app, batch]
+            key += (batch,)
         if key not in self._limits:
             limits = replace(profile.limits, **self._recipes[app])
+            if static is not None:
+                limits = replace(limits, static_run=static)
             self._limits[key] = for_category(limits, *rule) if rule else limits
         return self._limits[key]
 

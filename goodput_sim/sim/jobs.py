@@ -309,8 +309,10 @@ class Job:
     type_beliefs: dict[str, JobBelief] = field(default_factory=dict)
     gpu_seconds_by_type: dict[str, float] = field(default_factory=dict)
     # Learning-rate-aware progress (sim.lr_progress): the job's own work per epoch (its example
-    # budget; None: its profile's progress thresholds) and the steps it took, where recorded.
+    # budget, or its static run's steps; None: its profile's progress thresholds) and the steps
+    # it took, where recorded.
     work: NDArray[np.float64] | None = None
+    work_in_steps: bool = False  # the work is optimizer steps, not examples (tail_geometry steps)
     step_log: StepLog | None = None
 
     def __post_init__(self) -> None:

@@ -2,21 +2,27 @@
 
 Under ``progress: lr-aware`` a job trains through a fixed example budget, the examples its
 requested (static) batch needs under the noise model, epoch by epoch; it finishes when the
-budget is spent, and what its batch choices buy or cost is its final loss. The loss follows SGD
+budget is spent, and what its batch choices buy or cost is its final loss. Under
+``tail_geometry: steps`` its work is instead the static run's optimizer steps, epoch by epoch,
+and each step takes the static run's learning rate at that step. The loss follows SGD
 on a noisy quadratic, in expectation and exactly: with learning rate ``eta_t = eta u_t``
 (``u_t`` the application's schedule, held per epoch), curvature ``h``, per-example gradient
 covariance trace ``s_t = tr(Sigma)`` and batch ``B_t``, the excess loss ``e`` obeys
 
     e_{t+1} = (1 - kappa u_t)^2 e_t + (kappa u_t)^2 s_t / (|G_0|^2 B_t) e_0,   kappa = eta h,
 
-a deterministic descent factor and a learning-rate-weighted noise term, as in seed 004's bound
-(whose ``c_t`` is the same weight for convex losses, with ``sum_{k>t} eta_k`` where the
-quadratic has its contraction). ``|G_0|^2`` is the squared gradient norm at the start, so
-``s_0 / |G_0|^2`` is the noise scale of seed 002. One setting, ``lr_descent`` (K), fixes
-``kappa``: the static run's deterministic descent is ``sum_t kappa u_t = K`` e-folds. Losses are
-reported relative to ``e_0`` and to the static batch's own final loss; ``final_loss_tuned``
-gives each job the rate that makes its own steps' descent K (a learning rate tuned to the
-schedule it ran, as a comparison at equal examples with the rate tuned per arm would).
+a deterministic descent factor and a learning-rate-weighted noise term. Noise injected at step
+t reaches the end with weight ``u_t^2 prod_{k>t} (1 - kappa u_k)^2``: the quadratic forgets it
+exponentially in the rate that follows. Seed 004's bound weights it by
+``c_t = u_t^2 / (2 sum_{k>t} u_k)``, hyperbolic in that rate: the two are not the same weight,
+and a batch allocation optimal for one is in general not optimal for the other. ``|G_0|^2`` is
+the squared gradient norm at the start, so ``s_0 / |G_0|^2`` is the noise scale of seed 002.
+One setting, ``lr_descent`` (K), fixes ``kappa``: the static run's deterministic descent is
+``sum_t kappa u_t = K`` e-folds. Losses are reported relative to ``e_0`` and to the static
+batch's own final loss; ``final_loss_tuned`` gives each job the rate that makes its own steps'
+descent K (a learning rate tuned to the schedule it ran, as a comparison at equal examples with
+the rate tuned per arm would; under ``tail_geometry: steps`` a job's steps and rates are the
+static run's, so it is the final loss).
 
 Seed 004's objective, the learning-rate-weighted noise ``sum_t c_t s_t / B_t`` with
 ``c_t = u_t^2 / (2 sum_{k>t} u_k)`` (``c_tau = u_tau / 2``), is computed for either model from
@@ -40,7 +46,8 @@ from goodput_sim.models.lr import LRSchedule
 from goodput_sim.profiles.base import ApplicationProfile
 
 if TYPE_CHECKING:
-    from goodput_sim.sim.jobs import Job, StepLog
+    from goodput_sim.models.limits import Limits
+    from goodput_sim.sim.jobs import Job, JobSpec, StepLog
 
 PROGRESS_MODELS = ("noise", "lr-aware")
 
@@ -61,10 +68,20 @@ def static_batch(job: Job) -> float:
     """The total batch a job keeps throughout when it runs its request as asked: its
     requested batch (its application's fixed batch, if it has one) as the fixed agent lays it
     on the requested GPUs, within the per-GPU and total limits."""
-    lim, spec = job.profile.limits, job.spec
+    return static_batch_of(job.spec, job.profile.limits)
+
+
+def static_batch_of(spec: JobSpec, lim: Limits) -> float:
+    """:func:`static_batch` of a request under its application's limits."""
     asked = lim.fixed_batch_size or spec.requested_batch
     local, accum = fixed_batch_config(asked, spec.requested_replicas, lim)
     return float(spec.requested_replicas * local * (accum + 1))
+
+
+def static_steps(profile: ApplicationProfile, batch: float) -> NDArray:
+    """Cumulative optimizer steps by the end of each epoch (0 first) of the static run at
+    ``batch``: the work of a job under ``tail_geometry: steps``."""
+    return example_budget(profile, batch) / batch
 
 
 def quadratic_loss(
@@ -163,13 +180,20 @@ class SeedObjective:
         return gain(batches, m0, sqr, var), m0 * np.asarray(var, dtype=np.float64)
 
     def _objectives(
-        self, epochs: NDArray, batches: NDArray, steps: NDArray, budget: NDArray, kappa: float
+        self,
+        epochs: NDArray,
+        batches: NDArray,
+        steps: NDArray,
+        budget: NDArray,
+        kappa: float,
+        in_steps: bool = False,
     ) -> tuple[float, float, float]:
         """(final loss, final loss with the rate tuned to the job's own steps, weighted noise)
-        of runs (``budget``: the job's examples per epoch)."""
+        of runs (``budget``: the job's examples per epoch, or with ``in_steps`` its static
+        run's steps per epoch: each step then takes the rate of the static run's same step)."""
         per_step, trace = self._stats(epochs, batches)
         if self.lr_aware:
-            work, epoch_work = steps * batches, budget
+            work, epoch_work = (steps if in_steps else steps * batches), budget
         else:
             work, epoch_work = steps * per_step, np.diff(self.profile.progress_thresholds)
         run, n, u = refine(self.schedule, epochs, steps, work, epoch_work, self.pieces)
@@ -198,16 +222,21 @@ class SeedObjective:
             self._static[batch] = (kappa, loss, noise)
         return self._static[batch]
 
-    def of(self, log: StepLog, static_batch: float) -> dict[str, float]:
-        """The job's final loss and weighted noise, raw and relative to its static batch."""
+    def of(self, log: StepLog, static_batch: float, in_steps: bool = False) -> dict[str, float]:
+        """The job's final loss and weighted noise, raw and relative to its static batch
+        (``in_steps``: its work was the static run's steps, ``tail_geometry: steps``)."""
         kappa, static_loss, static_noise = self.static(static_batch)
-        budget = np.diff(example_budget(self.profile, static_batch)) if self.lr_aware else None
+        budget = None
+        if self.lr_aware:
+            budget = np.diff(example_budget(self.profile, static_batch))
+            budget = budget / static_batch if in_steps else budget
         loss, tuned, noise = self._objectives(
             np.asarray(log.epochs, dtype=np.int64),
             np.asarray(log.batches, dtype=np.float64),
             np.asarray(log.steps, dtype=np.float64),
             budget,
             kappa,
+            in_steps,
         )
         return {
             "lr_noise": noise,

@@ -52,7 +52,7 @@ class Planner:
         memo = None
         if agent_key is not None:  # everything the plan is computed from
             memo = (agent_key, hint_key(hint), profile, batch, job.epoch, job.layout)
-            memo += (job.slowdown, job.work is None, at_boundary)
+            memo += (job.slowdown, job.work is None, at_boundary, job.work_in_steps)
         arrays = self.memo.get(memo) if memo is not None else None
         if arrays is None:
             arrays = self._arrays(job, belief, hint, batch, at_boundary)
@@ -94,8 +94,8 @@ class Planner:
         step, sync, total, iteration, rate = epoch_rates(
             profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
         )
-        if job.work is not None:  # lr-aware: the work is examples
-            rate = total / iteration
+        if job.work is not None:  # lr-aware: the work is examples (or steps)
+            rate = (1.0 if job.work_in_steps else total) / iteration
         arrays = (local_bsz, accum, rate, step, sync, total / iteration)
         for array in arrays:
             array.flags.writeable = False

@@ -7,6 +7,7 @@ a fixed-size job runs is never removed, and a waiting request is never stranded.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -93,17 +94,22 @@ class Autoscaling(Dynamic):
 
     def _prober(self, views: tuple[JobView, ...]) -> Callable[[Sequence[int]], list[int]]:
         """What a probing rule asks: the GPUs the policy gives each job of ``views`` if only
-        ``nodes`` were up. The policy's attributes are restored after each call, so a probe
-        never changes what it decides at the round itself (caches keyed by their inputs may
-        keep what the probe computed)."""
+        ``nodes`` were up. The policy sees the jobs as the engine would leave them on those
+        nodes: a job holding GPUs elsewhere has lost them all (as when its node is removed),
+        so no job keeps GPUs the probe does not count; and only GPUs on ``nodes`` are counted.
+        (Policies that start from the current allocation kept such GPUs, and the rule then
+        counted speedups on GPUs outside its count: a utility above 1.) The policy's
+        attributes are restored after each call, so a probe never changes what it decides at
+        the round itself (caches keyed by their inputs may keep what the probe computed)."""
         world = self.world
 
         def probe(nodes: Sequence[int]) -> list[int]:
-            offline = set(range(world.cluster.nodes)) - set(nodes)
+            up = np.zeros(world.cluster.nodes, dtype=bool)
+            up[list(nodes)] = True
             snapshot = Snapshot(
                 world.env.now,
-                world.cluster.with_offline(offline),
-                views,
+                world.cluster.with_offline(np.flatnonzero(~up)),
+                tuple(_without_gpus_off(view, up) for view in views),
                 world.config.restart_delay,
             )
             state = dict(vars(world.policy))
@@ -112,7 +118,8 @@ class Autoscaling(Dynamic):
             finally:
                 vars(world.policy).clear()
                 vars(world.policy).update(state)
-            return [int(np.sum(decision.allocations.get(v.name, 0))) for v in views]
+            given = [decision.allocations.get(v.name) for v in views]
+            return [0 if row is None else int(np.sum(np.asarray(row)[up])) for row in given]
 
         return probe
 
@@ -242,3 +249,17 @@ class Autoscaling(Dynamic):
                 del pool.starting[node]
 
         self.world.schedule(delay, Cause.NODE_READY, boot)
+
+
+def _without_gpus_off(view: JobView, up: NDArray[np.bool_]) -> JobView:
+    """``view`` as the engine leaves a job when the nodes not ``up`` go: stopped, holding no
+    GPU, if it held any there; unchanged otherwise."""
+    if not view.allocation[~up].any():
+        return view
+    return dataclasses.replace(view, allocation=_zero(len(up)))
+
+
+def _zero(nodes: int) -> NDArray[np.int64]:
+    row = np.zeros(nodes, dtype=np.int64)
+    row.flags.writeable = False
+    return row

@@ -41,6 +41,7 @@ from goodput_sim.sim.clock import Cause
 if TYPE_CHECKING:
     import simpy
 
+    from goodput_sim.agents.base import BatchAgent
     from goodput_sim.inputs.cluster import ClusterSpec
     from goodput_sim.policies.base import JobView, Policy
     from goodput_sim.sim.jobbook import JobBook
@@ -78,6 +79,7 @@ class World(Protocol):
     config: SimConfig
     pool: NodePool  # which nodes are up, and their accounting
     policy: Policy
+    agent: BatchAgent  # the run's batch agent (read-only)
     active: list[Job]  # jobs arrived and not finished, in arrival order
     book: JobBook  # the workload's rows, and the jobs made from them
     dynamics: tuple[Dynamic, ...]  # every dynamic of the run, once all are built
