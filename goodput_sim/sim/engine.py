@@ -21,6 +21,7 @@ follows from a cumulative sum.
 
 from __future__ import annotations
 
+import functools
 import time as wallclock
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -318,8 +319,8 @@ class Simulation:
             row = rows[job.name]
             if np.array_equal(row, job.allocation):
                 continue
-            if free_moves and self._same_shape(job, row):
-                self._move(job, row, orders.get(job.name))
+            if free_moves and job.same_shape(row, self.cluster.node_type_index):
+                job.move(row, orders.get(job.name))
             else:
                 self._reallocate(job, row, now, orders.get(job.name))
         self._hints = decision.agent_hints
@@ -327,23 +328,6 @@ class Simulation:
             self._quiet_until = self.policy.quiet_until(snapshot, rows)
             self._decided_offline = offline  # as at the round's start
         return True
-
-    def _same_shape(self, job: Job, row: NDArray[np.int64]) -> bool:
-        """Whether ``row`` holds the job's GPUs per node on other nodes of its GPU type."""
-        if not job.replicas:
-            return False
-        types = self.cluster.node_type_index
-        old, new = np.flatnonzero(job.allocation), np.flatnonzero(row)
-        if len(old) != len(new) or set(types[old]) != set(types[new]) or len(set(types[new])) > 1:
-            return False
-        return sorted(job.allocation[old].tolist()) == sorted(row[new].tolist())
-
-    def _move(self, job: Job, row: NDArray[np.int64], node_order: tuple[int, ...] | None) -> None:
-        """The job goes on with its state, delay and plan on other nodes of the same shape."""
-        layout = job.layout
-        job.assign(row, node_order)
-        if job.layout != layout:
-            job.plan = None
 
     def _reallocate(
         self, job: Job, row: NDArray[np.int64], now: float, node_order: tuple[int, ...] | None
@@ -390,21 +374,13 @@ class Simulation:
         a job itself, as checkpoints that cost time do)."""
         if end <= start:
             return
-        replan = self._replan if self.book.fit_memo.every_configuration else None
+        replan = None
+        if self.book.fit_memo.every_configuration:
+            replan = functools.partial(self.planner.replan, hints=self._hints, policy=self.policy)
         for job in jobs:
             running = job.replicas and not job.finished
             if running and not any(d.advance(job, start, end) for d in self._advancers):
                 advance_job(job, start, end, replan)
-
-    def _replan(self, job: Job) -> None:
-        """At an epoch boundary inside a round (beliefs fitted as the Sia artifact fits them):
-        if the job ran a configuration new to the belief its batch is chosen from, refit that
-        belief and re-choose the job's batch from here on, as that simulator's jobs do."""
-        typed = job.typed is not None and self.policy.type_aware and job.gpu_type is not None
-        belief = job.type_beliefs[job.gpu_type] if typed else job.belief
-        if belief.stale:
-            belief.refresh()
-            self.planner.ensure(job, self._hints.get(job.name), at_boundary=True)
 
     def _record_round(self, now: float, active: list[Job]) -> None:
         self.recorder.round(now, active, self.pool)

@@ -327,6 +327,23 @@ class Job:
         """Cumulative work by the end of each epoch: its profile's progress, or its own."""
         return self.profile.progress_thresholds if self.work is None else self.work
 
+    def same_shape(self, row: NDArray[np.int64], node_types: NDArray[np.int64]) -> bool:
+        """Whether ``row`` holds this job's GPUs per node on other nodes of its one GPU type."""
+        if not self.replicas:
+            return False
+        old, new = np.flatnonzero(self.allocation), np.flatnonzero(row)
+        kinds = set(node_types[new])
+        if len(old) != len(new) or set(node_types[old]) != kinds or len(kinds) > 1:
+            return False
+        return sorted(self.allocation[old].tolist()) == sorted(row[new].tolist())
+
+    def move(self, row: NDArray[np.int64], node_order: tuple[int, ...] | None) -> None:
+        """Go on with this job's state, delay and plan on other nodes of the same shape."""
+        layout = self.layout
+        self.assign(row, node_order)
+        if self.layout != layout:
+            self.plan = None
+
     def assign(self, row: NDArray[np.int64], node_order: tuple[int, ...] | None = None) -> None:
         """Set the GPUs per node (a private, read-only copy; one shared read-only zero row for
         every job holding nothing, so waiting and finished jobs cost no per-node memory) and

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from goodput_sim.agents import BatchAgent
 from goodput_sim.agents.base import validated_plan
+from goodput_sim.policies.base import Policy
 from goodput_sim.sim.jobs import BeliefView, Job, Plan
 from goodput_sim.sim.progress import epoch_rates
 from goodput_sim.sim.views import Views
@@ -36,6 +37,16 @@ class Planner:
         self.measured_stats = measured_stats
         # Plans by everything they are computed from, oldest first, at most PLAN_MEMO_SIZE.
         self.memo: dict[tuple, tuple[NDArray, ...]] = {}
+
+    def replan(self, job: Job, hints: Mapping[str, Any], policy: Policy) -> None:
+        """At an epoch boundary inside a round (beliefs fitted as the Sia artifact fits them):
+        if the job ran a configuration new to the belief its batch is chosen from, refit that
+        belief and re-choose the job's batch from here on, as that simulator's jobs do."""
+        typed = job.typed is not None and policy.type_aware and job.gpu_type is not None
+        belief = job.type_beliefs[job.gpu_type] if typed else job.belief
+        if belief.stale:
+            belief.refresh()
+            self.ensure(job, hints.get(job.name), at_boundary=True)
 
     def ensure(self, job: Job, hint: Mapping[str, Any] | None, at_boundary: bool = False) -> None:
         """The job's per-epoch plan on its allocation, asking its agent when something the
