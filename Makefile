@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
 SIA_REFERENCE ?= ../shared/reference/sia-sosp23
 
-.PHONY: install demo test validate bench bench-scale bench-million-rows bench-philly corrupt-inputs lint docs docs-serve docs-notebooks clean
+.PHONY: install demo test validate bench bench-scale bench-million-rows bench-philly bench-philly-quick corrupt-inputs lint docs docs-serve docs-notebooks clean
 
 install: $(STAMP)
 
@@ -36,6 +36,9 @@ bench-million-rows: install
 
 bench-philly: install
 	$(BIN)/python benchmarks/bench_philly.py
+
+bench-philly-quick: install
+	$(BIN)/python benchmarks/bench_philly.py --quick
 
 corrupt-inputs: install
 	$(BIN)/python benchmarks/corrupt_inputs.py

@@ -249,3 +249,152 @@ def test_large_instance_is_feasible() -> None:
     }
     result = solve_sia_milp(**inst)
     assert_feasible(result, inst)
+
+
+# --- the staged solve against an independent exact MILP on Sia-sized programs -----------------
+
+
+def oracle(value, type_of, gpus, capacity, lambda_n, minimise=True, pinned=None) -> float:
+    """The optimal E by SciPy's own MILP (HiGHS through scipy.optimize.milp, both gaps 0, the
+    costs as given), independent of the staged solve."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    value = np.asarray(value, dtype=float)
+    jobs, configs = value.shape
+    cost = (value - lambda_n).ravel() * (1.0 if minimise else -1.0)
+    rows = [np.kron(np.eye(jobs), np.ones(configs))]
+    for t in range(len(capacity)):
+        rows.append(np.tile(np.where(np.asarray(type_of) == t, gpus, 0), jobs)[None, :])
+    lower = np.zeros(jobs * configs)
+    for job, config in (pinned or {}).items():
+        lower[job * configs + config] = 1.0
+    res = milp(
+        cost,
+        integrality=np.ones(cost.shape[0]),
+        bounds=Bounds(lower, np.ones(cost.shape[0])),
+        constraints=LinearConstraint(np.vstack(rows), -np.inf, np.r_[np.ones(jobs), capacity]),
+        options={"mip_rel_gap": 0.0, "presolve": True},
+    )
+    assert res.status == 0, res.message
+    choice = tuple(
+        int(np.flatnonzero(row)[0]) if row.any() else None
+        for row in res.x.reshape(jobs, configs) > 0.5
+    )
+    return _objective(value, choice, lambda_n)
+
+
+def sia_like_instance(seed: int, on_grid: bool, decimals: int = 2) -> dict:
+    """Three GPU types with Sia's configuration shapes, jobs whose values fall with more GPUs
+    (power -0.5 of a concave speed-up), restart-like discounts, and capacities that bind;
+    values rounded to ``decimals`` when ``on_grid`` (1 decimal: many ties)."""
+    rng = np.random.default_rng(seed)
+    sizes = [(0, g) for g in (1, 2, 4, 8, 12, 16)] + [(1, g) for g in (1, 2, 4, 8, 16, 24)]
+    sizes += [(2, g) for g in (1, 2, 4, 8, 16)]
+    type_of = [t for t, _ in sizes]
+    gpus = [g for _, g in sizes]
+    jobs = int(rng.integers(15, 45))
+    speed = rng.uniform(0.3, 2.0, size=(jobs, 3))[:, type_of]
+    scaling = rng.uniform(0.4, 0.95, size=(jobs, 1))
+    goodput = speed * np.asarray(gpus, dtype=float)[None, :] ** scaling
+    goodput *= np.where(rng.random((jobs, 1)) < 0.5, rng.uniform(0.6, 1.0, size=(jobs, 1)), 1.0)
+    value = goodput**-0.5
+    if on_grid:
+        value = np.round(value, decimals)
+    pinned = {0: int(rng.integers(0, len(sizes)))} if seed % 3 == 0 else None
+    capacity = [int(c) for c in rng.integers(6, 40, size=3)]
+    if pinned:
+        capacity[type_of[pinned[0]]] += gpus[pinned[0]]
+    return dict(
+        value=value,
+        type_of=type_of,
+        gpus=gpus,
+        capacity=capacity,
+        lambda_n=1.1,
+        minimise=True,
+        pinned=pinned,
+    )
+
+
+VARIANTS = [(True, 2), (True, 1), (False, 2)]  # (on the 0.01 grid, decimals)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("seed", range(16))
+def test_staged_solve_matches_exact_milp(seed: int, variant: tuple[bool, int]) -> None:
+    inst = sia_like_instance(seed, *variant)
+    result = solve_sia_milp(**inst)
+    assert result.optimal
+    assert_feasible(result, {**inst, "allowed": None})
+    assert result.objective == pytest.approx(oracle(**inst), rel=1e-9, abs=1e-9)
+
+
+def test_sia_like_instances_reach_every_stage(monkeypatch) -> None:
+    """The instances above are solved by the relaxation alone, by the feasible answer meeting
+    its bound, and by branch and bound: each stage is checked against the exact MILP."""
+    import goodput_sim.policies.sia_milp as module
+
+    seen = []
+    for name in ("_relax", "_feasible_answer", "_branch_and_bound", "_knapsack_on_type"):
+        original = getattr(module, name)
+
+        def spy(*args, _name=name, _original=original, **kwargs):
+            seen.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+    for seed in range(16):
+        for variant in VARIANTS:
+            solve_sia_milp(**sia_like_instance(seed, *variant))
+    assert {"_relax", "_feasible_answer", "_branch_and_bound", "_knapsack_on_type"} <= set(seen)
+    assert seen.count("_feasible_answer") > seen.count("_branch_and_bound") > 0
+
+
+@pytest.mark.parametrize("gap", [1e-4, 1e-2, 0.1])
+def test_relative_gap_bounds_the_loss(gap: float) -> None:
+    for seed in range(6):
+        inst = sia_like_instance(seed, on_grid=True)
+        best = oracle(**inst)
+        result = solve_sia_milp(**inst, mip_rel_gap=gap)
+        assert_feasible(result, {**inst, "allowed": None})
+        shift = inst["lambda_n"] * len(inst["value"])  # the program's objective is E less this
+        assert result.objective - shift <= (best - shift) * (1 - gap) + 1e-9
+
+
+@pytest.mark.parametrize("gap", [-1e-4, 1.0, math.nan, "0"])
+def test_invalid_gap(gap) -> None:
+    with pytest.raises(ValueError, match="mip_rel_gap"):
+        solve_sia_milp(np.ones((2, 1)), [0], [1], [1], 1.1, mip_rel_gap=gap)
+
+
+def test_useful_cells_keep_what_dominance_allows() -> None:
+    """A cell is left out only when a cell of its job and type with no more GPUs is at least as
+    good, or when it is no better than leaving the job out (pins aside)."""
+    from goodput_sim.policies.sia_milp import _useful_cells, _validate
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        jobs, configs = 6, 9
+        allowed = rng.random((jobs, configs)) < 0.8
+        allowed[1, 2] = True
+        inst = _validate(
+            rng.choice([0.4, 0.6, 0.8, 1.0, 1.2], size=(jobs, configs)),
+            rng.integers(0, 2, size=configs),
+            rng.choice([1, 2, 4], size=configs),
+            [8, 8],
+            1.1,
+            {1: 2},
+            allowed,
+        )
+        kept = set(_useful_cells(inst, minimise=True).tolist())
+        for job in range(jobs):
+            for c in range(configs):
+                v = inst.value[job, c]
+                beaten = any(
+                    inst.allowed[job, d]
+                    and inst.type_of[d] == inst.type_of[c]
+                    and inst.gpus[d] < inst.gpus[c]
+                    and inst.value[job, d] <= v
+                    for d in range(configs)
+                )
+                useful = inst.allowed[job, c] and v < 1.1 and not beaten
+                assert (job * configs + c in kept) == (useful or inst.pinned.get(job) == c)

@@ -119,6 +119,15 @@ class Sia(Policy):
         Param("lambda_n", float, 1.1, "value of giving a job any GPUs", 0.0, 1000.0),
         Param("restart_penalty", bool, True, "discount moves by the restart factor"),
         Param("max_nodes", int, 16, "most nodes one job may span", 1, 100_000),
+        Param(
+            "mip_rel_gap",
+            float,
+            1e-4,
+            "relative gap at which the round's program stops: the reference's (CBC's 0.01%), "
+            "or 0 for the exact optimum",
+            0.0,
+            0.5,
+        ),
         # The Sia reference's modelling choices are the defaults; each has a named alternative
         # (README, "Decisions on the reference's quirks").
         Param(
@@ -246,13 +255,14 @@ class Sia(Policy):
         minimise = self.values["p"] < 0
         values = tie_order(program, self._previous, self.values["ties"], self._tie_rng, minimise)
         args = (values, type_of, gpus, capacity, self.values["lambda_n"], minimise)
-        from goodput_sim.policies.sia_milp import solve_sia_milp  # loads scipy.optimize (slow)
+        from goodput_sim.policies.sia_milp import solve_sia_milp  # loads HiGHS (slow)
 
         allowed = program.allowed
+        gap = self.values["mip_rel_gap"]
         try:
-            result = solve_sia_milp(*args, pinned=program.pinned, allowed=allowed)
+            result = solve_sia_milp(*args, pinned=program.pinned, allowed=allowed, mip_rel_gap=gap)
         except ValueError:  # a pinned configuration no longer fits (a node failed): unpin
-            result = solve_sia_milp(*args, allowed=allowed)
+            result = solve_sia_milp(*args, allowed=allowed, mip_rel_gap=gap)
         return {
             job.name: configs[c]
             for job, c in zip(program.jobs, result.choice, strict=True)

@@ -1,5 +1,5 @@
-"""Sia's (SOSP'23) per-round allocation as an exact MILP over (job, configuration) pairs with
-per-GPU-type capacities, solved by HiGHS through SciPy: deterministic, no commercial solver.
+"""Sia's (SOSP'23) per-round allocation as a MILP over (job, configuration) pairs with per-GPU-type
+capacities, solved by HiGHS (``highspy``): deterministic, no commercial solver.
 
 Variables are binary ``X[i, c]`` (job ``i`` runs in configuration ``c``). The objective is
 
@@ -7,6 +7,18 @@ Variables are binary ``X[i, c]`` (job ``i`` runs in configuration ``c``). The ob
 
 minimised for fairness power p < 0 (smaller transformed values are better) and maximised for
 p > 0. Each job takes at most one configuration, and the GPUs taken of each type fit its capacity.
+
+A round's program is solved in stages, each exact (with ``mip_rel_gap`` 0), cheapest first:
+
+1. cells that cannot be in an optimal answer are left out (:func:`_useful_cells`), and when every
+   job's own best cell fits at once that is the answer;
+2. the linear relaxation: when its optimum is integral, it is the answer;
+3. a feasible answer from the relaxation (its integral part, filled greedily, improved by moving
+   one job at a time and by an exact knapsack over each type's GPUs): when its objective meets the
+   relaxation's bound (rounded up to the next attainable value when the objective moves in steps,
+   as with Sia's values rounded to 2 decimals), it is optimal;
+4. otherwise branch and bound, on the cells whose reduced cost can still lead to an answer at
+   least as good as that feasible one (reduced-cost fixing), started from it.
 """
 
 from __future__ import annotations
@@ -14,27 +26,31 @@ from __future__ import annotations
 import math
 import os
 import sys
-import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, linprog, milp
 
 __all__ = ["SiaMilpResult", "assignment_objective", "solve_sia_milp"]
 
 OPTIMAL = "optimal"
 
-# HiGHS options that scipy.optimize.milp does not list but passes through (HiGHS checks them).
-_HIGHS_EXTRA_OPTIONS = {
-    "mip_abs_gap": 0.0,
+# HiGHS's feasibility tolerances are absolute (default 1e-7) and hid differences between values
+# close to each other or to lambda_n: tightened to HiGHS's floor of 1e-10.
+_TOLERANCES = {
     "primal_feasibility_tolerance": 1e-10,
     "dual_feasibility_tolerance": 1e-10,
     "mip_feasibility_tolerance": 1e-10,
 }
+# Sia rounds its values to 2 decimals: costs that are whole multiples of STEP are solved in units
+# of STEP, where every objective value is an integer.
+STEP = 0.01
+# The per-type knapsack of stage 3 is skipped beyond this many (job, GPU count) states.
+_KNAPSACK_STATES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -89,29 +105,30 @@ def solve_sia_milp(
     pinned: Mapping[int, int] | None = None,
     allowed: ArrayLike | None = None,
     *,
-    time_limit: float | None = None,
+    mip_rel_gap: float = 0.0,
 ) -> SiaMilpResult:
-    """Choose at most one configuration per job, optimising E exactly.
+    """Choose at most one configuration per job, optimising E.
 
     ``value`` is (J, C); ``type_of`` and ``gpus`` give each configuration's GPU type (index into
     ``capacity``) and GPU count; ``pinned`` maps a job to the configuration it must take;
     ``allowed`` is a (J, C) boolean mask, False forcing ``X[i, c] = 0``.
 
-    The solver minimises ``sum (value - lambda_n) * X`` (negated when maximising; E less the
-    constant ``lambda_n * J``) with both MIP gaps at zero (``mip_rel_gap`` and ``mip_abs_gap``,
-    whose default 1e-6 would accept slightly worse answers), so that the answer is the exact
-    optimum, as the tests check by brute-force enumeration. HiGHS's feasibility tolerances are
-    absolute (default 1e-7) and hid differences between values close to each other or to
-    ``lambda_n``; so the costs are scaled to a median magnitude of 1 and the tolerances tightened
-    to HiGHS's floor of 1e-10. Differences below about 1e-9 of a typical ``|value - lambda_n|``
-    may still be lost.
+    The program minimises ``sum (value - lambda_n) * X`` (negated when maximising; E less the
+    constant ``lambda_n * J``). With ``mip_rel_gap`` 0 (the default) the answer is the exact
+    optimum, as the tests check by brute-force enumeration; a positive ``mip_rel_gap`` accepts an
+    answer whose objective is within that fraction of its own magnitude of the best bound proven
+    (HiGHS's relative gap, on this objective). Costs that are whole multiples of 0.01 (Sia's
+    values rounded to 2 decimals, with such a ``lambda_n``) are solved exactly in units of 0.01;
+    others are scaled to a median magnitude of 1, and differences below about 1e-9 of a typical
+    ``|value - lambda_n|`` may be lost to HiGHS's tolerances.
 
-    For identical inputs HiGHS is deterministic, so the choice among tied optima is repeatable.
-    A ``time_limit`` (seconds) gives up both guarantees when it is hit; ``status`` then is the
-    solver's message rather than ``"optimal"``.
+    Every stage is deterministic (HiGHS on one thread, no time limit): identical inputs give the
+    identical choice, also among tied optima.
 
     Raises ValueError for malformed inputs or pins that cannot all be honoured at once.
     """
+    if not (isinstance(mip_rel_gap, int | float) and 0.0 <= mip_rel_gap < 1.0):
+        raise ValueError(f"mip_rel_gap must be in [0, 1), got {mip_rel_gap!r}")
     inst = _validate(value, type_of, gpus, capacity, lambda_n, pinned, allowed)
     _check_pins_fit(inst)
     if inst.jobs == 0 or inst.configs == 0:
@@ -129,21 +146,12 @@ def solve_sia_milp(
     alone = _each_at_its_best(inst, minimise, cells)
     if alone is not None:  # every job's own best fits at once: that is the optimum
         return SiaMilpResult(alone, assignment_objective(inst.value, alone, inst.lambda_n), OPTIMAL)
-    cost = _scaled((inst.value - inst.lambda_n).ravel()[cells])
-    bounds = _bounds(inst)
-    bounds = Bounds(bounds.lb[cells], bounds.ub[cells])
-    signed = cost if minimise else -cost
-    constraints = _constraints(inst, cells)
-    res = _integral_relaxation(signed, constraints, bounds)
-    if res is None:  # the relaxation is fractional: branch and bound
-        res = _run_highs(signed, constraints, bounds, time_limit)
-    if res.x is None:
-        raise RuntimeError(f"HiGHS returned no solution: {res.message}")
+    program = _program(inst, cells, minimise)
+    x, status = _solve(program, float(mip_rel_gap))
     full = np.zeros(inst.jobs * inst.configs)
-    full[cells] = res.x
+    full[cells] = x
     choice = _decode(full, inst)
     _check_feasible(choice, inst)
-    status = OPTIMAL if res.status == 0 else str(res.message)
     return SiaMilpResult(choice, assignment_objective(inst.value, choice, inst.lambda_n), status)
 
 
@@ -263,15 +271,17 @@ def _useful_cells(inst: _Instance, minimise: bool) -> NDArray[np.int64]:
     sign = 1.0 if minimise else -1.0
     gain = sign * (inst.lambda_n - inst.value)  # > 0: better than no configuration
     keep = inst.allowed & (gain > 0)
-    for t in range(inst.types):
-        mine = np.flatnonzero(inst.type_of == t)
-        mine = mine[np.argsort(inst.gpus[mine], kind="stable")]
-        best = np.full(inst.jobs, -np.inf)
-        for size in np.unique(inst.gpus[mine]):
-            same = mine[inst.gpus[mine] == size]
-            values = np.where(keep[:, same], gain[:, same], -np.inf)
-            keep[:, same] &= values > best[:, None]
-            best = np.maximum(best, values.max(axis=1))
+    order = np.lexsort((inst.gpus, inst.type_of))  # by type, then GPUs
+    values = np.where(keep, gain, -np.inf)[:, order]
+    sizes, types = inst.gpus[order], inst.type_of[order]
+    smaller = np.full(values.shape, -np.inf)  # best gain on fewer GPUs of the same type
+    for t in np.unique(types):
+        first, last = np.searchsorted(types, [t, t + 1])
+        running = np.maximum.accumulate(values[:, first:last], axis=1)
+        group = np.searchsorted(sizes[first:last], sizes[first:last])  # first of each size
+        has = group > 0
+        smaller[:, first:last][:, has] = running[:, group[has] - 1]
+    keep[:, order] &= values > smaller
     for job, config in inst.pinned.items():
         keep[job, config] = True
     return np.flatnonzero(keep.ravel())
@@ -297,20 +307,62 @@ def _each_at_its_best(
     return tuple(choice) if np.all(used <= inst.capacity) else None
 
 
-def _constraints(inst: _Instance, cells: NDArray[np.int64]) -> LinearConstraint:
-    """Rows 0..J-1: one configuration per job; rows J..J+T-1: GPUs per type within capacity.
+@dataclass(frozen=True)
+class _Program:
+    """The program over the useful cells, as a minimisation: column ``k`` is ``X[i, c]`` for
+    the flat cell ``i * C + c``. Rows 0..J-1: one configuration per job; rows J..J+T-1: GPUs
+    per type within capacity. ``step`` is the spacing of attainable objective values (1 when
+    the costs are whole numbers), 0 when there is none to rely on."""
 
-    Variable ``k`` is ``X[i, c]`` for the flat cell ``cells[k] = i * C + c``."""
-    jobs, configs = inst.jobs, inst.configs
-    job_of, config_of = np.divmod(cells, configs)
-    columns = np.arange(len(cells))
-    rows = np.concatenate([job_of, jobs + inst.type_of[config_of]])
-    cols = np.concatenate([columns, columns])
-    data = np.concatenate([np.ones(len(cells)), inst.gpus[config_of].astype(float)])
-    shape = (jobs + inst.types, len(cells))
-    matrix = sparse.coo_array((data, (rows, cols)), shape=shape).tocsr()
-    upper = np.concatenate([np.ones(jobs), inst.capacity])
-    return LinearConstraint(matrix, -np.inf, upper)
+    cost: NDArray[np.float64]
+    lower: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    job_of: NDArray[np.int64]
+    type_of: NDArray[np.int64]
+    gpus: NDArray[np.int64]
+    capacity: NDArray[np.float64]
+    jobs: int
+    step: float
+
+    @property
+    def columns(self) -> int:
+        return self.cost.shape[0]
+
+    def matrix(self, keep: NDArray[np.int64] | None = None) -> sparse.csc_array:
+        columns = np.arange(self.columns) if keep is None else keep
+        index = np.arange(len(columns))
+        rows = np.concatenate([self.job_of[columns], self.jobs + self.type_of[columns]])
+        data = np.concatenate([np.ones(len(columns)), self.gpus[columns].astype(float)])
+        shape = (self.jobs + self.capacity.shape[0], len(columns))
+        return sparse.csc_array((data, (rows, np.concatenate([index, index]))), shape=shape)
+
+    def row_upper(self) -> NDArray[np.float64]:
+        return np.concatenate([np.ones(self.jobs), self.capacity])
+
+
+def _program(inst: _Instance, cells: NDArray[np.int64], minimise: bool) -> _Program:
+    job_of, config_of = np.divmod(cells, inst.configs)
+    raw = (inst.value - inst.lambda_n).ravel()[cells]
+    units = raw / STEP
+    whole = np.round(units)
+    if np.all(np.abs(units - whole) <= 1e-6) and np.abs(whole).max() < 2.0**40:
+        cost, step = whole, 1.0  # exact: every objective value is a whole number of steps
+    else:
+        cost, step = _scaled(raw), 0.0
+    lower = np.zeros(len(cells))
+    for job, config in inst.pinned.items():
+        lower[np.searchsorted(cells, job * inst.configs + config)] = 1.0
+    return _Program(
+        cost=cost if minimise else -cost,
+        lower=lower,
+        upper=np.ones(len(cells)),
+        job_of=job_of,
+        type_of=inst.type_of[config_of],
+        gpus=inst.gpus[config_of],
+        capacity=inst.capacity,
+        jobs=inst.jobs,
+        step=step,
+    )
 
 
 def _scaled(cost: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -323,34 +375,288 @@ def _scaled(cost: NDArray[np.float64]) -> NDArray[np.float64]:
     return cost / float(np.median(nonzero)) if nonzero.size else cost
 
 
-def _bounds(inst: _Instance) -> Bounds:
-    lower = np.zeros((inst.jobs, inst.configs))
-    for job, config in inst.pinned.items():
-        lower[job, config] = 1.0
-    upper = inst.allowed.astype(float)
-    return Bounds(lower.ravel(), upper.ravel())
+@dataclass(frozen=True)
+class _Relaxation:
+    objective: float
+    x: NDArray[np.float64]
+    reduced: NDArray[np.float64]  # reduced costs of the columns
 
 
-def _integral_relaxation(
-    cost: NDArray, constraints: LinearConstraint, bounds: Bounds
-) -> OptimizeResult | None:
-    """The linear relaxation's optimum when it is integral (then it is the integer optimum
-    too, found without branching; most rounds' programs are such), else None."""
+def _solve(program: _Program, gap: float) -> tuple[NDArray[np.float64], str]:
+    """Stages 2 to 4 of the module's docstring: the chosen columns (0/1) and the status."""
+    relaxation = _relax(program)
+    if relaxation is None:  # not solved to optimality (never seen): branch and bound on it all
+        return _branch_and_bound(program, np.arange(program.columns), program.lower, None, gap)
+    if np.abs(relaxation.x - np.round(relaxation.x)).max() <= 1e-9:
+        return np.round(relaxation.x), OPTIMAL
+    bound = relaxation.objective
+    if program.step:  # the optimum is a whole number of steps: the bound rounds up
+        bound = math.ceil(bound - _slack(bound))
+    start = _feasible_answer(program, relaxation, bound, gap)
+    value = float(program.cost @ start)
+    if _within(value, bound, gap, program.step):
+        return start, OPTIMAL
+    room = value - relaxation.objective + _slack(relaxation.objective)
+    keep, lower = _fixed_by_reduced_cost(program, relaxation, room)
+    if np.any(start[program.lower == 0] < lower[program.lower == 0]) or np.any(
+        np.delete(start, keep) > 0
+    ):  # the start must survive the fixing (it always does, barring round-off)
+        keep, lower = np.arange(program.columns), program.lower
+    return _branch_and_bound(program, keep, lower, start, gap)
+
+
+def _slack(objective: float) -> float:
+    """Room for round-off in the relaxation's objective and reduced costs."""
+    return 1e-7 * max(1.0, abs(objective))
+
+
+def _within(value: float, bound: float, gap: float, step: float) -> bool:
+    """Whether an answer of objective ``value`` is accepted against a proven lower ``bound``:
+    it meets it (to under one step where the objective moves in steps), or is within the
+    relative ``gap`` of it."""
+    if value - bound < (step if step else 1e-9 * max(1.0, abs(value))):
+        return True
+    return value - bound <= gap * abs(value)
+
+
+def _highs(gap: float | None = None, step: float = 0.0) -> highspy.Highs:
+    """A HiGHS instance, silent and single-threaded (deterministic), with tight tolerances;
+    for a MIP, the relative ``gap`` and an absolute one just under one ``step``."""
+    with _native_stdout_silenced():  # the first instance prints a banner
+        h = highspy.Highs()
+    for name, setting in (("output_flag", False), ("threads", 1), *_TOLERANCES.items()):
+        h.setOptionValue(name, setting)
+    if gap is not None:
+        h.setOptionValue("mip_rel_gap", gap)
+        h.setOptionValue("mip_abs_gap", 0.999 * step)
+    return h
+
+
+def _model(
+    program: _Program, keep: NDArray[np.int64], lower: NDArray[np.float64], integer: bool
+) -> highspy.HighsLp:
+    matrix = program.matrix(keep)
+    lp = highspy.HighsLp()
+    lp.num_col_ = len(keep)
+    lp.num_row_ = matrix.shape[0]
+    lp.col_cost_ = program.cost[keep]
+    lp.col_lower_ = lower[keep]
+    lp.col_upper_ = program.upper[keep]
+    lp.row_lower_ = np.full(matrix.shape[0], -highspy.kHighsInf)
+    lp.row_upper_ = program.row_upper()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr
+    lp.a_matrix_.index_ = matrix.indices
+    lp.a_matrix_.value_ = matrix.data
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * len(keep)
+    return lp
+
+
+def _relax(program: _Program) -> _Relaxation | None:
+    """The linear relaxation's optimum with its reduced costs, or None if not found."""
+    h = _highs()
+    everything = np.arange(program.columns)
     with _native_stdout_silenced():
-        res = linprog(
-            cost,
-            A_ub=constraints.A,
-            b_ub=constraints.ub,
-            bounds=np.stack([bounds.lb, bounds.ub], axis=1),
-            method="highs",
-            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
-        )
-    if res.status != 0 or res.x is None:
+        h.passModel(_model(program, everything, program.lower, integer=False))
+        h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    if np.abs(res.x - np.round(res.x)).max() > 1e-9:
-        return None
-    res.x = np.round(res.x)
-    return res
+    solution = h.getSolution()
+    return _Relaxation(
+        float(h.getInfo().objective_function_value),
+        np.array(solution.col_value),
+        np.array(solution.col_dual),
+    )
+
+
+def _fixed_by_reduced_cost(
+    program: _Program, relaxation: _Relaxation, room: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The columns kept and the lower bounds, once reduced costs have fixed what they prove.
+
+    For any feasible x, cost @ x >= relaxation + sum_k reduced[k] * (x[k] - x_relaxed[k]), every
+    term non-negative (a column at its lower bound has a reduced cost >= 0, one at its upper
+    bound <= 0, a basic one 0). An answer at least as good as one ``room`` above the relaxation
+    therefore leaves out every column whose reduced cost exceeds ``room`` and takes every one
+    whose reduced cost is below ``-room``."""
+    reduced = relaxation.reduced
+    free = program.lower == 0
+    keep = np.flatnonzero(~(free & (reduced > room)))
+    lower = np.where(free & (reduced < -room), 1.0, program.lower)
+    return keep, lower
+
+
+def _branch_and_bound(
+    program: _Program,
+    keep: NDArray[np.int64],
+    lower: NDArray[np.float64],
+    start: NDArray[np.float64] | None,
+    gap: float,
+) -> tuple[NDArray[np.float64], str]:
+    """HiGHS's branch and bound on the ``keep`` columns (the others 0), from ``start``."""
+    h = _highs(gap, program.step)
+    with _native_stdout_silenced():
+        h.passModel(_model(program, keep, lower, integer=True))
+        if start is not None:
+            given = highspy.HighsSolution()
+            given.col_value = start[keep].tolist()
+            given.value_valid = True
+            h.setSolution(given)
+        h.run()
+    status = h.getModelStatus()
+    found = np.zeros(program.columns)
+    if h.getInfo().primal_solution_status == 2:  # feasible
+        found[keep] = np.round(np.array(h.getSolution().col_value))
+    elif start is None:
+        raise RuntimeError(f"HiGHS returned no solution: {h.modelStatusToString(status)}")
+    else:
+        found = start
+    if start is not None and program.cost @ start < program.cost @ found:
+        found = start
+    if status == highspy.HighsModelStatus.kOptimal:
+        return found, OPTIMAL
+    return found, h.modelStatusToString(status)
+
+
+# --- a feasible answer ------------------------------------------------------------------------
+
+
+def _feasible_answer(
+    program: _Program, relaxation: _Relaxation, bound: float, gap: float
+) -> NDArray[np.float64]:
+    """A good answer near the relaxation's optimum: its integral part (pins included), unassigned
+    jobs filled greedily by cost, then improved by moving one job at a time and by an exact
+    knapsack over each type's GPUs, twice, until it meets ``bound``. Each step keeps it feasible
+    and never worsens it; the knapsacks use only the columns whose reduced cost leaves them a
+    chance to improve it (as :func:`_fixed_by_reduced_cost`)."""
+    choice = np.full(program.jobs, -1)
+    taken = np.flatnonzero((relaxation.x > 1 - 1e-9) | (program.lower > 0))
+    choice[program.job_of[taken]] = taken
+    if np.any(_left(program, choice) < 0):  # round-off in the relaxation: from the pins alone
+        choice[:] = -1
+        taken = np.flatnonzero(program.lower > 0)
+        choice[program.job_of[taken]] = taken
+    pinned = np.zeros(program.jobs, dtype=bool)
+    pinned[program.job_of[program.lower > 0]] = True
+    columns = _columns_by_job(program)
+    _fill_greedily(program, choice)
+    _move_one_at_a_time(program, choice, columns, pinned)
+    for _ in range(2):
+        value = float(program.cost[choice[choice >= 0]].sum())
+        if _within(value, bound, gap, program.step):
+            break
+        room = value - relaxation.objective + _slack(relaxation.objective)
+        usable = relaxation.reduced <= room
+        for gpu_type in range(program.capacity.shape[0]):
+            _knapsack_on_type(program, choice, columns, pinned, gpu_type, usable)
+        _move_one_at_a_time(program, choice, columns, pinned)
+    answer = np.zeros(program.columns)
+    answer[choice[choice >= 0]] = 1.0
+    return answer
+
+
+def _columns_by_job(program: _Program) -> list[NDArray[np.int64]]:
+    """Each job's columns (the columns are ordered by job)."""
+    bounds = np.searchsorted(program.job_of, np.arange(program.jobs + 1))
+    return [np.arange(bounds[j], bounds[j + 1]) for j in range(program.jobs)]
+
+
+def _left(program: _Program, choice: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Each type's GPUs not taken by ``choice``."""
+    taken = choice[choice >= 0]
+    used = np.bincount(
+        program.type_of[taken], weights=program.gpus[taken], minlength=program.capacity.shape[0]
+    )
+    return program.capacity - used
+
+
+def _fill_greedily(program: _Program, choice: NDArray[np.int64]) -> None:
+    """Unassigned jobs take their cheapest column that fits, cheapest columns first."""
+    left = _left(program, choice)
+    for column in np.argsort(program.cost, kind="stable"):
+        job, gpu_type = program.job_of[column], program.type_of[column]
+        if program.cost[column] >= 0:
+            break
+        if choice[job] < 0 and program.gpus[column] <= left[gpu_type]:
+            choice[job] = column
+            left[gpu_type] -= program.gpus[column]
+
+
+def _move_one_at_a_time(
+    program: _Program,
+    choice: NDArray[np.int64],
+    columns: list[NDArray[np.int64]],
+    pinned: NDArray[np.bool_],
+    passes: int = 3,
+) -> None:
+    """Each unpinned job in turn moves to its cheapest column that fits, while any improves."""
+    left = _left(program, choice)
+    cost, gpus, types = program.cost, program.gpus, program.type_of
+    for _ in range(passes):
+        moved = False
+        for job in np.flatnonzero(~pinned):
+            mine, current = columns[job], choice[job]
+            room = left[types[mine]]
+            if current >= 0:
+                room = room + np.where(types[mine] == types[current], gpus[current], 0)
+            now = cost[current] if current >= 0 else 0.0
+            better = np.flatnonzero((gpus[mine] <= room) & (cost[mine] < now))
+            if not len(better):
+                continue
+            best = mine[better[np.argmin(cost[mine][better])]]
+            if current >= 0:
+                left[types[current]] += gpus[current]
+            left[types[best]] -= gpus[best]
+            choice[job] = best
+            moved = True
+        if not moved:
+            return
+
+
+def _knapsack_on_type(
+    program: _Program,
+    choice: NDArray[np.int64],
+    columns: list[NDArray[np.int64]],
+    pinned: NDArray[np.bool_],
+    gpu_type: int,
+    usable: NDArray[np.bool_],
+) -> None:
+    """The unpinned jobs on ``gpu_type`` and the unassigned ones re-chosen exactly among their
+    ``usable`` columns of that type (or none) within its GPUs not taken by the others: a
+    multiple-choice knapsack by dynamic programming over GPU counts. The current choice is one
+    of its answers (its columns are usable), so the objective never worsens."""
+    current_type = np.where(choice >= 0, program.type_of[np.maximum(choice, 0)], -1)
+    members = np.flatnonzero(~pinned & ((current_type == gpu_type) | (choice < 0)))
+    on_type = choice[members][current_type[members] == gpu_type]
+    room = _left(program, choice)[gpu_type] + program.gpus[on_type].sum()
+    size = int(math.floor(room + 1e-9))
+    if not len(members) or size < 0 or len(members) * (size + 1) > _KNAPSACK_STATES:
+        return
+    best = np.zeros(size + 1)  # best[g]: least cost with at most g GPUs, over the jobs so far
+    picks = []
+    for job in members:
+        mine = columns[job]
+        mine = mine[usable[mine] & (program.type_of[mine] == gpu_type)]
+        mine = mine[program.gpus[mine] <= size]
+        pick = np.full(size + 1, -1)
+        after = best.copy()
+        for column in mine:
+            g = int(program.gpus[column])
+            candidate = best[: size + 1 - g] + program.cost[column]
+            better = candidate < after[g:]
+            after[g:] = np.where(better, candidate, after[g:])
+            pick[g:] = np.where(better, column, pick[g:])
+        best = after
+        picks.append(pick)
+    g = int(np.argmin(best))
+    for job, pick in zip(members[::-1], picks[::-1], strict=True):
+        column = int(pick[g])
+        if column >= 0:
+            choice[job] = column
+            g -= int(program.gpus[column])
+        elif current_type[job] == gpu_type:
+            choice[job] = -1
 
 
 @contextmanager
@@ -366,24 +672,6 @@ def _native_stdout_silenced() -> Iterator[None]:
     finally:
         os.dup2(saved, 1)
         os.close(saved)
-
-
-def _run_highs(
-    cost: NDArray, constraints: LinearConstraint, bounds: Bounds, time_limit: float | None
-) -> OptimizeResult:
-    options: dict[str, object] = {"presolve": True, "mip_rel_gap": 0.0, **_HIGHS_EXTRA_OPTIONS}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
-    with warnings.catch_warnings(), _native_stdout_silenced():
-        # SciPy forwards options it does not list to HiGHS verbatim, with a RuntimeWarning.
-        warnings.filterwarnings("ignore", "Unrecognized options", RuntimeWarning)
-        return milp(
-            cost,
-            integrality=np.ones(cost.shape[0]),
-            bounds=bounds,
-            constraints=constraints,
-            options=options,
-        )
 
 
 # --- decoding ---------------------------------------------------------------------------------
