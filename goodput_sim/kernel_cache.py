@@ -106,15 +106,18 @@ def _cached(dispatcher, sig: tuple) -> bool:
         return True
 
 
-def warm(quiet: bool = False) -> bool:
+def warm(quiet: bool = False, load: bool = True) -> bool:
     """Compile (or load) every kernel signature; True when something had to be compiled, which
-    is said in one line on stderr first unless ``quiet``. Once per process."""
+    is said in one line on stderr first unless ``quiet``. Once per process. Without ``load``,
+    kernels already cached are left to load when first called (a run that uses few of them)."""
     global _warmed
     if _warmed:
         return False
     _warmed = True
     table = signatures()
     missing = [(d, sig) for d, sigs in table.items() for sig in sigs if not _cached(d, sig)]
+    if not missing and not load:
+        return False
     if missing and not quiet:
         print(COMPILING_NOTE, file=sys.stderr, flush=True)
     for dispatcher, sigs in table.items():

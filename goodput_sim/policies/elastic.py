@@ -88,7 +88,7 @@ class ElasticPolicy(Policy):
         super().__init__(seed, **values)
         from goodput_sim.kernel_cache import warm
 
-        warm()  # the kernels loaded, or compiled once with a note on stderr
+        warm(load=False)  # compiled once, with a note on stderr, if not cached yet
         self.fairness = Fairness(self.values["p"])
         self._speedup_cache: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
         # Memoised per policy (one per simulation): jobs of one application that ran the same
