@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REFERENCE ?= ../shared/reference/pollux-osdi21
 SIA_REFERENCE ?= ../shared/reference/sia-sosp23
 
-.PHONY: install demo test validate bench bench-scale bench-million-rows bench-philly bench-philly-quick corrupt-inputs lint docs docs-serve docs-notebooks clean
+.PHONY: install demo test validate bench bench-command bench-scale bench-million-rows bench-philly bench-philly-quick corrupt-inputs lint docs docs-serve docs-notebooks clean
 
 install: $(STAMP)
 
@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m goodput_sim.kernel_cache
 	touch $(STAMP)
 
 demo: install
@@ -27,6 +28,9 @@ validate: install
 
 bench: install
 	$(BIN)/python benchmarks/run.py
+
+bench-command: install
+	$(BIN)/python benchmarks/bench_command.py
 
 bench-scale: install
 	$(BIN)/python benchmarks/bench_scale.py

@@ -27,6 +27,7 @@ from goodput_sim.errors import InputError
 from goodput_sim.inputs.cluster import ClusterSpec, check_gpu_types, parse_cluster
 from goodput_sim.inputs.failures import FailureModel
 from goodput_sim.inputs.workload import bundled_workload, check_workload, load_workload
+from goodput_sim.kernel_cache import warm_for
 from goodput_sim.policies import Policy, policy_class
 from goodput_sim.profiles import bundled_profiles_path, load_profiles
 from goodput_sim.results.metrics import claim_check, run_summary
@@ -277,6 +278,7 @@ def compare(
     ]
     with progress_bar(progress, len(tasks), "policies", "run") as bar:
         if workers > 1 and len(tasks) > 1:
+            warm_for(policies)  # compiled once here, not in each worker
             with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
                 futures = {pool.submit(_run_one, task): task[0] for task in tasks}
                 done = {}

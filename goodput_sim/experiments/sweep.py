@@ -655,6 +655,9 @@ def _write_summary(rows: list[dict], out: Path) -> pd.DataFrame:
 def _in_processes(todo, workers, rows, bar, profiles, out) -> None:
     """Run tasks in local worker processes that leave SIGINT to this process and end when it
     dies; on an interruption, pending runs are cancelled and the workers stopped at once."""
+    from goodput_sim.kernel_cache import warm_for
+
+    warm_for(t.policy for t in todo)  # compiled once here, not in each worker
     pool = ProcessPoolExecutor(
         max_workers=workers, initializer=_worker_setup, initargs=(os.getpid(),)
     )

@@ -86,6 +86,9 @@ class ElasticPolicy(Policy):
 
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
+        from goodput_sim.kernel_cache import warm
+
+        warm(load=False)  # compiled once, with a note on stderr, if not cached yet
         self.fairness = Fairness(self.values["p"])
         self._speedup_cache: dict[str, dict[str, tuple]] = {}  # per job: cache key and value
         # Memoised per policy (one per simulation): jobs of one application that ran the same

@@ -28,10 +28,13 @@ capacity that max-min fairness leaves idle goes to jobs that can use it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse import coo_array, csr_array, hstack, vstack
+
+if TYPE_CHECKING:  # scipy.sparse is imported by the functions that build programmes
+    from scipy.sparse import coo_array, csr_array
 
 _TINY = 1e-9  # throughput at or below this fraction of the job's best counts as "cannot run"
 _KEEP = 1.0 - 1e-9  # pass 2 keeps the max-min value at this fraction of its optimum
@@ -100,6 +103,8 @@ def _reference(
 def _share_rows(reps: NDArray[np.float64], num_types: int) -> tuple[coo_array, coo_array]:
     """The two constraint blocks both programmes share, over ``x`` flattened row-major
     (``j * num_types + t``): each job's total fraction, and each type's GPUs in use."""
+    from scipy.sparse import coo_array
+
     num_jobs = reps.size
     n_vars = num_jobs * num_types
     jobs_idx = np.repeat(np.arange(num_jobs), num_types)
@@ -122,6 +127,7 @@ def max_min_fair_allocation(
     1e-9, clipped to [0, 1], deterministic. Raises ``ValueError`` on bad input.
     """
     from scipy.optimize import linprog  # slow import, needed only by these allocations
+    from scipy.sparse import coo_array, hstack, vstack
 
     thr, reps, cap = _validated(throughput, replicas, capacity)
     num_jobs, num_types = thr.shape
@@ -174,6 +180,8 @@ def max_min_fair_allocation(
 
 def _fair_rows(gain: NDArray[np.float64], active: NDArray[np.int64]) -> csr_array:
     """Rows ``-sum_t gain[j, t] x[j, t]`` for the active jobs."""
+    from scipy.sparse import csr_array
+
     num_types = gain.shape[1]
     rows = np.repeat(np.arange(active.size), num_types)
     cols = (active[:, None] * num_types + np.arange(num_types)).ravel()
@@ -194,6 +202,7 @@ def max_sum_throughput_allocation(
     clipped to [0, 1]; deterministic. Raises ``ValueError`` on bad input.
     """
     from scipy.optimize import linprog  # slow import, needed only by these allocations
+    from scipy.sparse import vstack
 
     thr, reps, cap = _validated(throughput, replicas, capacity)
     num_jobs, num_types = thr.shape

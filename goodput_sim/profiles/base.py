@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import bisect
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from goodput_sim.inputs.cluster import placement_of
 from goodput_sim.models.limits import Limits
-
-if TYPE_CHECKING:
-    from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
 Placement = tuple[int, ...]
 """GPUs used on each node that holds at least one replica of a job, e.g. (4, 4, 2)."""
@@ -41,21 +37,74 @@ def canonical_placement(placement: ArrayLike) -> Placement:
 
 def linear_or_nearest(
     points: NDArray, values: NDArray, min_points: int = 0
-) -> tuple[LinearNDInterpolator | NearestNDInterpolator, NearestNDInterpolator]:
+) -> tuple[LinearOnTriangulation | NearestOnTree, NearestOnTree]:
     """(linear, nearest) interpolators of scattered ``values``: linear over the points'
     triangulation (NaN outside their hull, where callers use nearest), or nearest for both when
     there are fewer than ``min_points`` points or they cannot be triangulated (too few, or all
     in a line or plane)."""
-    from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator  # slow import
     from scipy.spatial import QhullError
 
-    nearest = NearestNDInterpolator(points, values)
+    nearest = NearestOnTree(points, values)
     if len(points) < min_points:
         return nearest, nearest
     try:
-        return LinearNDInterpolator(points, values), nearest
+        return LinearOnTriangulation(points, values), nearest
     except (QhullError, ValueError):
         return nearest, nearest
+
+
+class LinearOnTriangulation:
+    """The values of ``scipy.interpolate.LinearNDInterpolator``, computed as it computes them
+    (the same Delaunay triangulation and simplex search, barycentric sums in the same order),
+    on ``scipy.spatial`` alone: importing scipy.interpolate (and scipy.optimize with it) costs
+    more than a measured run's interpolation."""
+
+    def __init__(self, points: NDArray, values: NDArray):
+        from scipy.spatial import Delaunay
+
+        self.tri = Delaunay(np.ascontiguousarray(points, dtype=np.float64))
+        values = np.asarray(values, dtype=np.float64)
+        self.shape = values.shape[1:]
+        self.values = values.reshape(len(values), -1)
+
+    def __call__(self, xi: NDArray) -> NDArray:
+        """Values at the rows of ``xi``; NaN outside the points' convex hull."""
+        xi = np.ascontiguousarray(xi, dtype=np.float64)
+        tri, count, ndim = self.tri, len(xi), xi.shape[1]
+        simplex = tri.find_simplex(xi)
+        inside = simplex >= 0
+        transform = tri.transform[np.where(inside, simplex, 0)]
+        offset = xi - transform[:, ndim, :]
+        weights = np.empty((count, ndim + 1))
+        last = np.ones(count)
+        for i in range(ndim):
+            acc = np.zeros(count)
+            for j in range(ndim):
+                acc = acc + transform[:, i, j] * offset[:, j]
+            weights[:, i] = acc
+            last = last - acc
+        weights[:, ndim] = last
+        vertices = tri.simplices[np.where(inside, simplex, 0)]
+        out = np.zeros((count, self.values.shape[1]))
+        for j in range(ndim + 1):
+            out = out + weights[:, j, None] * self.values[vertices[:, j]]
+        out[~inside] = np.nan
+        return out.reshape((count, *self.shape))
+
+
+class NearestOnTree:
+    """The values of ``scipy.interpolate.NearestNDInterpolator`` (the nearest point by a
+    ``cKDTree`` of the points), on ``scipy.spatial`` alone."""
+
+    def __init__(self, points: NDArray, values: NDArray):
+        from scipy.spatial import cKDTree
+
+        self.tree = cKDTree(np.asarray(points, dtype=np.float64))
+        self.values = np.asarray(values)
+
+    def __call__(self, xi: NDArray) -> NDArray:
+        _, index = self.tree.query(np.asarray(xi, dtype=np.float64))
+        return self.values[index]
 
 
 def interp_rows(keys: NDArray, table: NDArray, key: ArrayLike, row: ArrayLike) -> NDArray:

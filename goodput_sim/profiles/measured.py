@@ -34,7 +34,7 @@ from goodput_sim.profiles.base import (
 from goodput_sim.usertext import read_csv
 
 if TYPE_CHECKING:
-    from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+    from goodput_sim.profiles.base import LinearOnTriangulation, NearestOnTree
 
 PLACEMENT_COLUMNS = ("placement", "local_bsz", "step_time", "sync_time")
 SCALABILITY_COLUMNS = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
@@ -366,7 +366,9 @@ class MeasuredProfile(ApplicationProfile):
         return values[:, 0], values[:, 1]
 
     @cached_property
-    def _scattered_interpolators(self) -> tuple[LinearNDInterpolator, NearestNDInterpolator]:
+    def _scattered_interpolators(
+        self,
+    ) -> tuple[LinearOnTriangulation | NearestOnTree, NearestOnTree]:
         """3-D (nodes, replicas, local batch) interpolators, built once (the reference rebuilt
         its triangulation on every cache miss)."""
         cols = ["num_nodes", "num_replicas", "local_bsz"]

@@ -1,0 +1,148 @@
+"""The compiled kernels' cache: where numba keeps it, and compiling it once.
+
+The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`) and the throughput fit's
+(:mod:`goodput_sim.models.fit_kernels`) are compiled by numba and cached on disk
+(``njit(cache=True)``): about 15 s of CPU the first time, a third of a second to load after.
+:func:`warm` compiles every signature the simulator calls them with, once; ``make install``
+runs it (``python -m goodput_sim.kernel_cache``), and commands that start worker processes run
+it in the parent first, so the workers load the kernels instead of each compiling them.
+
+The cache lives beside the package (its ``__pycache__`` folders) when that folder is writable,
+else in ``NUMBA_CACHE_DIR`` when set, else in a per-user cache folder
+(:func:`user_cache_folder`): a read-only installation still runs the elastic policies.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+KERNEL_FOLDERS = (PACKAGE / "policies", PACKAGE / "models")
+"""The folders of the kernels' source files: numba caches beside them when it can."""
+
+COMPILING_NOTE = "compiling kernels once, about 15 s"
+_warmed = False
+
+
+def _writable(folder: Path) -> bool:
+    """Whether ``folder`` exists or can be made, and takes a file (numba's own test)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def user_cache_folder() -> Path | None:
+    """A writable per-user folder for the kernels' cache: ``$XDG_CACHE_HOME/goodput-sim/numba``
+    (``~/.cache`` by default), else one in the temporary folder named after the user; None when
+    neither can be written."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    temporary = Path(tempfile.gettempdir()) / f"goodput-sim-{uid}" / "numba"
+    for folder in (Path(home) / "goodput-sim" / "numba", temporary):
+        if folder == temporary:
+            try:
+                folder.parent.mkdir(mode=0o700, exist_ok=True)
+                if hasattr(os, "getuid") and folder.parent.stat().st_uid != os.getuid():
+                    continue  # someone else's folder: not ours to load code from
+            except OSError:
+                continue
+        if _writable(folder):
+            return folder
+    return None
+
+
+def use_writable_cache() -> None:
+    """Point numba at a writable cache folder when the package's own folder is read-only and
+    ``NUMBA_CACHE_DIR`` is not set (otherwise numba raises "no locator available" as the kernels
+    are defined). Called by the kernel modules before they define their kernels; the setting is
+    exported, so worker processes use the same folder."""
+    from numba.core import config
+
+    if config.CACHE_DIR or all(_writable(f / "__pycache__") for f in KERNEL_FOLDERS):
+        return
+    folder = user_cache_folder()
+    if folder is not None:
+        config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"] = str(folder)
+
+
+def signatures() -> dict:
+    """Each kernel's argument types, as the simulator calls it, by dispatcher."""
+    from numba import types as t
+
+    from goodput_sim.models import fit_kernels as fit
+    from goodput_sim.policies import kernels
+
+    f8, i8, b1 = t.float64, t.int64, t.boolean
+    f1, fa, f2, f2f, f3 = f8[::1], f8[:], f8[:, ::1], f8[::1, :], f8[:, :, ::1]
+    i1, i2, b1d, b2 = i8[::1], i8[:, ::1], b1[::1], b1[:, ::1]
+    jacobian = [(f1,) * 7 + (last, f1, b1d, b1d, f8, f8, f8) for last in (f1, fa)]
+    return {
+        kernels.greedy_counts_kernel: [(f2, i8, i1, b2, b1)],
+        kernels.place_kernel: [(i2, i1, b1d, i1, i1, i8, b1)],
+        kernels.restoration_counts: [(i2, i2, i1, i1, i1, i1, b1)],
+        kernels.transfer_moves: [(i2, i2, i1, i1, i1, i1, b1, f3, i1, f1, i8)],
+        fit.damped_solve: [(f2, f8, f1, f1)],
+        fit.log_error_jacobian: jacobian,
+        fit.log_errors: [(f1, f1, f8, f8, f1)],
+        fit.normal_equations: [(f2f, f1)],
+        fit.sync_terms: [(f1, bsz, b1d, b1d, f1, f8) for bsz in (f1, fa)],
+    }
+
+
+def _cached(dispatcher, sig: tuple) -> bool:
+    """Whether numba's cache holds ``dispatcher`` compiled for ``sig`` (its index, read as numba
+    reads it)."""
+    try:
+        cache = dispatcher._cache
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - numba internals: assume cached rather than say wrongly
+        return True
+
+
+def warm(quiet: bool = False, load: bool = True) -> bool:
+    """Compile (or load) every kernel signature; True when something had to be compiled, which
+    is said in one line on stderr first unless ``quiet``. Once per process. Without ``load``,
+    kernels already cached are left to load when first called (a run that uses few of them)."""
+    global _warmed
+    if _warmed:
+        return False
+    _warmed = True
+    table = signatures()
+    missing = [(d, sig) for d, sigs in table.items() for sig in sigs if not _cached(d, sig)]
+    if not missing and not load:
+        return False
+    if missing and not quiet:
+        print(COMPILING_NOTE, file=sys.stderr, flush=True)
+    for dispatcher, sigs in table.items():
+        for sig in sigs:
+            dispatcher.compile(sig)
+    return bool(missing)
+
+
+def warm_for(policies) -> None:
+    """:func:`warm` when any of the named policies is elastic (uses the kernels): called before
+    worker processes start, so they load the kernels rather than each compile them."""
+    from goodput_sim.policies import policy_class
+
+    if any(policy_class(name).elastic for name in set(policies)):
+        warm()
+
+
+def main() -> None:
+    """``python -m goodput_sim.kernel_cache``: the install step; the package's byte code and
+    the kernels, compiled once."""
+    import compileall
+
+    compileall.compile_dir(str(PACKAGE), quiet=1)
+    warm()
+
+
+if __name__ == "__main__":
+    main()
