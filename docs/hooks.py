@@ -109,6 +109,25 @@ def command(folder: Path) -> str:
     return _table(["goodput on workload-6", "CPU seconds (median of 3 fresh processes)"], rows)
 
 
+def command_cpu(folder: Path) -> str:
+    data = _load(folder, "command")
+    rows = [
+        [policy, _s(run["cpu_seconds"]), _s(run["bar_seconds"]) if run["bar_seconds"] else "-"]
+        for policy, run in data["workload_6"].items()
+    ]
+    text = _table(["`goodput-sim run` on workload-6", "CPU seconds (median of 3)", "bar"], rows)
+    demo = data["demo"]
+    text += (
+        "\n\nAfter the install step (compiling the kernels, "
+        f"{_s(demo['install_cpu_seconds'])} s of CPU) in an empty cache folder, the first "
+        "`goodput-sim demo` takes "
+        f"{_s(demo['first_cpu_seconds'])} s of CPU and the second {_s(demo['second_cpu_seconds'])}"
+        f" s (bar: at most {_s(demo['bar_seconds'])} s more). Load average about "
+        f"{data['machine']['load_average']:.1f} while measuring."
+    )
+    return text + "\n\n" + _machine(data)
+
+
 def sweep(folder: Path) -> str:
     data = _load(folder, "sweep")
     policies = ", ".join(sorted(data["mean_avg_jct_by_policy"]))
@@ -250,6 +269,7 @@ def corrupt_inputs(folder: Path) -> str:
 TABLES: dict[str, Callable[[Path], str]] = {
     "policies": policies,
     "command": command,
+    "command_cpu": command_cpu,
     "sweep": sweep,
     "scale": scale,
     "philly": philly,

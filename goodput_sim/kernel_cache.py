@@ -90,7 +90,7 @@ def signatures() -> dict:
         fit.damped_solve: [(f2, f8, f1, f1)],
         fit.log_error_jacobian: jacobian,
         fit.log_errors: [(f1, f1, f8, f8, f1)],
-        fit.normal_equations: [(f2f, f1)],
+        fit.normal_equations: [(f2f, f1), (f2, f1)],
         fit.sync_terms: [(f1, bsz, b1d, b1d, f1, f8) for bsz in (f1, fa)],
     }
 
