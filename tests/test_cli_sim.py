@@ -130,6 +130,7 @@ def test_run_options_reach_the_config(small_csv, tmp_path):
         "lr_schedule": None,
         "lr_descent": 5.0,
         "seed_objective": False,
+        "tail_geometry": "examples",
         "crashes": True,
     }
     rounds = pd.read_csv(out / "rounds.csv")
