@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from goodput_sim import kernel_cache
+from goodput_sim import kernel_cache, numba_cache
 
 # Numba's cache folders made read-only, except below ALLOWED, as for a read-only installation
 # whose HOME is read-only too (file permissions cannot show it to root, who may write anyway).
@@ -28,9 +28,9 @@ READ_ONLY = textwrap.dedent(
         os.makedirs(self.get_cache_path(), exist_ok=True)
     caching._CacheLocator.ensure_cache_path = ensure_cache_path
 
-    from goodput_sim import kernel_cache
-    package = kernel_cache._writable
-    kernel_cache._writable = lambda f: str(f).startswith(allowed) and package(f)
+    from goodput_sim import kernel_cache, numba_cache
+    package = numba_cache._writable
+    numba_cache._writable = lambda f: str(f).startswith(allowed) and package(f)
     """
 )
 
@@ -55,7 +55,7 @@ def test_read_only_package_without_fallback_has_no_locator(tmp_path):
     done = _child(
         tmp_path,
         """
-        kernel_cache.use_writable_cache = lambda: None
+        numba_cache.use_writable_cache = lambda: None
         from goodput_sim.models import fit_kernels
         """,
     )
@@ -82,11 +82,11 @@ def test_read_only_package_and_home_cache_in_a_temporary_user_folder(tmp_path):
 
 def test_user_cache_folder_is_the_temporary_one_when_home_is_not_writable(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
-    monkeypatch.setattr(kernel_cache.tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(numba_cache.tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    real = kernel_cache._writable
-    monkeypatch.setattr(kernel_cache, "_writable", lambda f: "home-cache" not in str(f) and real(f))
-    folder = kernel_cache.user_cache_folder()
+    real = numba_cache._writable
+    monkeypatch.setattr(numba_cache, "_writable", lambda f: "home-cache" not in str(f) and real(f))
+    folder = numba_cache.user_cache_folder()
     assert folder == tmp_path / "tmp" / f"goodput-sim-{os.getuid()}" / "numba"
     assert (folder.parent.stat().st_mode & 0o777) == 0o700
 

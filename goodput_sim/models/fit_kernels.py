@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from goodput_sim.kernel_cache import use_writable_cache
+from goodput_sim.numba_cache import use_writable_cache
 
 use_writable_cache()  # a read-only installation caches elsewhere
 _jit = numba.njit(cache=True, nogil=True)
