@@ -95,9 +95,9 @@ def test_rounding_to_configurations_keeps_the_examples(profiles):
 
 # ------------------------------------------------------------------ the setting
 def test_the_setting_is_declared_checked_and_keyed():
-    with pytest.raises(InputError, match=r"--tail-geometry.*'sideways'.*examples or steps"):
+    with pytest.raises(InputError, match=r"tail_geometry.*'sideways'.*examples or steps"):
         SimConfig(progress="lr-aware", tail_geometry="sideways")
-    with pytest.raises(InputError, match=r"--tail-geometry.*needs --progress lr-aware"):
+    with pytest.raises(InputError, match=r"tail_geometry.*needs --progress lr-aware"):
         SimConfig(tail_geometry="steps")
     steps = SimConfig(progress="lr-aware", tail_geometry="steps")
     record = json.loads(json.dumps(dataclasses.asdict(steps)))
@@ -137,7 +137,7 @@ def _run(small, profiles, agent, geometry, policy="tiresias", params=None):
 
 
 def test_other_agents_are_refused(small, profiles):
-    with pytest.raises(InputError, match=r"--tail-geometry.*agent 'goodput'"):
+    with pytest.raises(InputError, match=r"tail_geometry.*agent 'goodput'"):
         _run(small, profiles, "goodput", "steps")
 
 
