@@ -109,10 +109,13 @@ def in_child(command: list[str], what: str) -> tuple[str, dict]:
 def measure(policy: str, workload: Path, profile: bool = False) -> dict:
     """Run ``policy`` on ``workload`` in a child process: its CPU, wall time and peak memory."""
     command = [sys.executable, __file__, "--child", policy, str(workload)]
+    load = os.getloadavg()[0]
     output, usage = in_child(
         command + (["--profile", policy] if profile else []), f"{policy} on {workload.name}"
     )
-    return {**json.loads(output.strip().splitlines()[-1]), **usage}
+    # The machine's load (1-minute average) before and after: CPU figures grow on a busy one.
+    loads = {"load_before": load, "load_after": os.getloadavg()[0]}
+    return {**json.loads(output.strip().splitlines()[-1]), **usage, **loads}
 
 
 def workload_6(folder: Path) -> dict[str, dict]:
@@ -236,7 +239,9 @@ def main() -> None:
                 print(
                     f"{policy:9s} {span:>4s} days: {r['cpu_seconds']:8.1f} s CPU "
                     f"{r['wall_seconds']:8.1f} s wall {r['peak_mib']:7.0f} MiB "
-                    f"{r['rounds']:7d} rounds {r['finished']:6d}/{r['jobs']} finished",
+                    f"{r['rounds']:7d} rounds {r['finished']:6d}/{r['jobs']} finished, "
+                    f"average JCT {r['avg_jct']:.1f} s (load {r['load_before']:.1f} to "
+                    f"{r['load_after']:.1f})",
                     flush=True,
                 )
     if results:
