@@ -21,7 +21,7 @@ demo: install
 	$(BIN)/goodput-sim demo
 
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=worksteal
 
 validate: install
 	$(BIN)/goodput-sim validate --reference $(REFERENCE) --sia-reference $(SIA_REFERENCE)

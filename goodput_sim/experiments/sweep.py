@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import signal
@@ -371,11 +372,9 @@ def run_grid(
     axes = _setting_axes(settings or {})
     profiles_sha = file_hash(default_profiles_path(profiles))
     if variants is None:
-        tasks = _plan(
-            (sources, loads, specs, intervals, _combinations(axes), keyed, seeds),
-            config,
-            profiles_sha,
-        )
+        grid_axes = (sources, loads, specs, intervals, _combinations(axes), keyed, seeds)
+        _check_budget(math.prod(len(axis) for axis in grid_axes), max_runs)  # before keying runs
+        tasks = _plan(grid_axes, config, profiles_sha)
     else:
         tasks = _plan_variants(
             sources,
@@ -389,12 +388,7 @@ def run_grid(
             config,
             profiles_sha,
         )
-    if len(tasks) > max_runs:
-        raise InputError(
-            "--max-runs",
-            f"the grid has {len(tasks)} runs, more than the budget of {max_runs}; raise "
-            "--max-runs (or max_runs=) to run it",
-        )
+    _check_budget(len(tasks), max_runs)
     _check_folders(tasks, out)
     check_scheduler(scheduler)
     grid = {
@@ -500,6 +494,16 @@ def _plan_variants(
                     )
                 tasks.append(task)
     return tasks
+
+
+def _check_budget(runs: int, max_runs: int) -> None:
+    """Refuse a grid of more than ``max_runs`` runs."""
+    if runs > max_runs:
+        raise InputError(
+            "--max-runs",
+            f"the grid has {runs} runs, more than the budget of {max_runs}; raise "
+            "--max-runs (or max_runs=) to run it",
+        )
 
 
 def _plan(

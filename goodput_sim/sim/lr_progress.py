@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import digamma
 
 from goodput_sim.models.efficiency import gain
 from goodput_sim.models.goodput import fixed_batch_config
@@ -107,6 +106,8 @@ def weighted_noise(rates: NDArray, steps: NDArray, noise: NDArray) -> float:
     has ``sum_{k>t} u_k = T + (n - j) u``; the run's weights sum to
     ``u/2 (psi(T/u + n) - psi(T/u))``, and for the last run (T = 0) to
     ``u/2 (psi(n) - psi(1) + 1)``, the last step counted with ``c_tau = u/2``."""
+    from scipy.special import digamma  # slow import: runs without lr-aware skip it
+
     total, tail = 0.0, 0.0
     for u, n, sn in zip(rates[::-1], steps[::-1], noise[::-1], strict=True):
         if tail == 0.0:
