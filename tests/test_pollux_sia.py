@@ -23,7 +23,7 @@ def _runs() -> pd.DataFrame:
     rows += [("goodput", {}, w, 1.5 * j) for w, j in (("workload-1", 100), ("workload-2", 200))]
     rows += [("goodput", {}, "workload-10", 390.0)]
     rows += [("goodput", {"max_gpus": 16}, "workload-2", 400.0)]
-    artifact = {"restart_seconds": 30.0, "max_gpus": 16, "virtual_node_gpus": 4}  # floats too
+    artifact = {"restart_seconds": "30", "max_gpus": "16", "virtual_node_gpus": "4"}  # as swept
     assert configuration(artifact) == configuration(ARTIFACT)
     for w, j in (("workload-1", 150.0), ("workload-2", 300.0), ("workload-10", 450.0)):
         rows.append(("goodput", artifact, w, j))
@@ -38,6 +38,7 @@ def test_configurations_are_named_whatever_the_number_types():
     assert configuration({"max_gpus": 16.0, "restart_seconds": 30, "virtual_node_gpus": 4}) == (
         "artifact (all three)"
     )
+    assert configuration({"max_gpus": "16"}) == "at most 16 GPUs"
     assert configuration({"p": -0.5}) == '{"p": -0.5}'
 
 

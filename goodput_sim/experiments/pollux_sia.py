@@ -31,9 +31,18 @@ NEEDED = ("policy", "params", "workload", "avg_jct")
 
 
 def _key(params: dict[str, Any]) -> str:
-    """Parameters as comparable text (numbers as floats: 16 and 16.0 are one value)."""
-    plain = {k: float(v) if isinstance(v, int | float) else v for k, v in params.items()}
-    return json.dumps(plain, sort_keys=True)
+    """Parameters as comparable text, numbers as floats: 16, 16.0 and "16" (a sweep's
+    ``params`` column holds the values as given) are one value."""
+    return json.dumps({k: _number(v) for k, v in params.items()}, sort_keys=True)
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
 
 
 def configuration(params: dict[str, Any]) -> str:
