@@ -318,6 +318,9 @@ def test_policies_lists_every_policy():
         "interference_avoidance",
         "candidates",
         "quiet_seconds",
+        "max_gpus",
+        "restart_seconds",
+        "virtual_node_gpus",
     }
 
 

@@ -310,3 +310,14 @@ def failures_cmd(results: Path, out: Path | None, figure: str) -> None:
     click.echo(f"\nfailures.csv and failures.md: {where}")
     for path in written:
         click.echo(f"figure: {path}")
+
+
+@experiment_group.command("pollux-sia")
+@click.argument("results", type=click.Path(path_type=Path))
+def pollux_sia_cmd(results: Path) -> None:
+    """Type-blind goodput against sia, from the sweep of configs/experiment-pollux-sia.yaml:
+    each goodput configuration's average JCT over sia's per workload, and over all of them
+    (the ratio of the mean average JCTs), as Markdown."""
+    from goodput_sim.experiments.pollux_sia import markdown, pollux_sia_report
+
+    click.echo(markdown(pollux_sia_report(results)), nl=False)

@@ -13,11 +13,14 @@ of one node.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from goodput_sim.inputs.cluster import ClusterSpec
 from goodput_sim.models.goodput import GoodputModel, without_statistics
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.models.speedup_table import BestGoodputs
@@ -37,6 +40,10 @@ from goodput_sim.policies.problem import (
     Fairness,
     speedup_table,
 )
+from goodput_sim.policies.virtual_nodes import VirtualNodes, virtual_nodes
+
+Solver = Callable[[AllocationProblem, ClusterSpec], NDArray[np.int64]]
+"""An optimiser: the round's problem and the cluster it is posed on -> the allocation matrix."""
 
 ELASTIC_PARAMS = (
     Param(
@@ -74,6 +81,34 @@ ELASTIC_PARAMS = (
         low=0.0,
         high=1e9,
     ),
+    Param(
+        "max_gpus",
+        int,
+        0,
+        "most GPUs one job may take (never below a rigid job's own count); 0: no cap beyond "
+        "the belief's. The Sia artifact runs its type-blind Pollux with 16 (Sia SPEC 5.2)",
+        low=0,
+        high=1_000_000,
+    ),
+    Param(
+        "restart_seconds",
+        float,
+        0.0,
+        "restart delay the restart penalty charges every job; 0: each job's own (what the "
+        "engine charges it). The Sia artifact's type-blind Pollux charges a flat 30 (SPEC 5.3)",
+        low=0.0,
+        high=1e6,
+    ),
+    Param(
+        "virtual_node_gpus",
+        int,
+        0,
+        "decide on a view of the cluster with every node cut into virtual nodes of this many "
+        "GPUs (a remainder its own node), mapped back to the real nodes; 0: the real nodes. "
+        "The Sia artifact's type-blind Pollux sees 4-GPU nodes (SPEC 5.1)",
+        low=0,
+        high=1_000_000,
+    ),
 )
 
 
@@ -96,14 +131,37 @@ class ElasticPolicy(Policy):
         # their best goodputs.
         self._best_goodputs = BestGoodputs()
         self._base_goodput = functools.lru_cache(maxsize=4096)(base_goodput)
+        self._virtual_rows: dict[str, NDArray[np.int64]] = {}  # last decision on virtual nodes
 
     def allocate(self, snapshot: Snapshot) -> Decision:
-        problem = self.problem(snapshot)
-        allocation = one_type_rows(
-            solve_greedy(problem, snapshot.cluster.total_gpus), snapshot.cluster, POWER_ORDER
+        return self.decide(
+            snapshot, lambda problem, cluster: solve_greedy(problem, cluster.total_gpus)
         )
+
+    def decide(self, snapshot: Snapshot, solve: Solver) -> Decision:
+        """The round's decision by optimiser ``solve``: posed on the real nodes, or with
+        ``virtual_node_gpus`` on the virtual ones and mapped back; then each job repaired to one
+        GPU type and to a count its category allows."""
+        view, split = self._view(snapshot)
+        problem = self.problem(view)
+        allocation = one_type_rows(solve(problem, view.cluster), view.cluster, POWER_ORDER)
+        if split is not None:
+            self._virtual_rows = dict(zip(problem.names, allocation, strict=True))
+            allocation = split.to_real(allocation)
         rows = dict(zip(problem.names, allocation, strict=True))
         return Decision(honour_categories(snapshot.jobs, rows))
+
+    def _view(self, snapshot: Snapshot) -> tuple[Snapshot, VirtualNodes | None]:
+        """The snapshot the optimiser sees: as is, or on virtual nodes of
+        ``virtual_node_gpus`` GPUs, each job's allocation expressed on them (a job the engine
+        kept where this policy put it keeps its virtual row)."""
+        gpus = self.values["virtual_node_gpus"]
+        if not gpus:
+            return snapshot, None
+        split = virtual_nodes(snapshot.cluster, gpus)
+        rows = split.to_virtual(((j.name, j.allocation) for j in snapshot.jobs), self._virtual_rows)
+        jobs = tuple(dataclasses.replace(j, allocation=rows[j.name]) for j in snapshot.jobs)
+        return dataclasses.replace(snapshot, cluster=split.cluster, jobs=jobs), split
 
     def quiet_until(self, snapshot: Snapshot, rows) -> float:
         """Every round (the default), or ``quiet_seconds`` later if no event comes first;
@@ -118,14 +176,17 @@ class ElasticPolicy(Policy):
         fair = max(-(-cluster.total_gpus // max(len(jobs), 1)), 1)
         names = [job.name for job in jobs]
         self._speedup_cache = {name: self._speedup_cache.get(name, {}) for name in names}
-        caps = [job.belief.max_replicas(cluster.total_gpus) for job in jobs]
+        caps = [self._cap(job, cluster.total_gpus) for job in jobs]
         tables = [
             self._speedups(job, cap, fair, snapshot) for job, cap in zip(jobs, caps, strict=True)
         ]
         penalize = self.values["restart_penalty"]
+        flat = self.values["restart_seconds"]
         penalties = np.array(
             [
-                restart_factor(job.age, job.num_restarts, job.restart_delay, loss=job.move_loss)
+                restart_factor(
+                    job.age, job.num_restarts, flat or job.restart_delay, loss=job.move_loss
+                )
                 if penalize
                 else 1.0
                 for job in jobs
@@ -146,6 +207,13 @@ class ElasticPolicy(Policy):
             self.values["candidates"],
             _floors(jobs),
         )
+
+    def _cap(self, job: JobView, total_gpus: int) -> int:
+        """The job's GPU cap: its belief's, within ``max_gpus`` when set (but never below a
+        rigid job's own count, which it needs to run at all)."""
+        cap = job.belief.max_replicas(total_gpus)
+        most = self.values["max_gpus"]
+        return min(cap, max(most, job.limits.min_replicas or 1)) if most else cap
 
     def _speedups(self, job: JobView, cap: int, fair: int, snapshot: Snapshot) -> NDArray:
         """Speedups of ``job`` relative to its value at a fair share.

@@ -13,12 +13,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.errors import InputError
-from goodput_sim.inputs.cluster import distributed_cells
+from goodput_sim.inputs.cluster import ClusterSpec, distributed_cells
 from goodput_sim.params import Param
-from goodput_sim.policies.base import Decision, Snapshot, honour_categories, register
-from goodput_sim.policies.elastic import ELASTIC_PARAMS, POWER_ORDER, Goodput
+from goodput_sim.policies.base import Decision, Snapshot, register
+from goodput_sim.policies.elastic import ELASTIC_PARAMS, Goodput
 from goodput_sim.policies.greedy import solve_greedy
-from goodput_sim.policies.placement import one_type_rows
 from goodput_sim.policies.problem import AllocationProblem
 
 POPULATION = 100
@@ -133,23 +132,23 @@ class GoodputGenetic(Goodput):
         self._round = 0
 
     def allocate(self, snapshot: Snapshot) -> Decision:
-        problem = self.problem(snapshot)
+        return self.decide(snapshot, self._search)
+
+    def _search(self, problem: AllocationProblem, cluster: ClusterSpec) -> NDArray[np.int64]:
+        """One round's genetic search, seeded by the policy's seed and the round."""
         self._round += 1
         # Random growth seldom hits a rigid job's exact GPU count, so with rigid jobs the
         # search also starts from the greedy optimiser's answer, which honours them.
         starts = None
         if problem.floors is not None:
-            starts = solve_greedy(problem, snapshot.cluster.total_gpus)[None]
-        best = solve_genetic(
+            starts = solve_greedy(problem, cluster.total_gpus)[None]
+        return solve_genetic(
             problem,
             seed=np.random.SeedSequence([self.seed, self._round]),
             population=self.population,
             generations=self.generations,
             starts=starts,
         )
-        best = one_type_rows(best, snapshot.cluster, POWER_ORDER)
-        rows = dict(zip(problem.names, best, strict=True))
-        return Decision(honour_categories(snapshot.jobs, rows))
 
     def describe(self) -> dict:
         return {**super().describe(), "optimizer": "genetic"}
