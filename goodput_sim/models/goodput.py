@@ -7,6 +7,7 @@ batch sizes form a (allocations x candidates) grid evaluated in a handful of num
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,12 @@ class GoodputModel:
     grad_sqr: float
     grad_var: float
     fixed_batch: int | None = None  # the one total batch valued (a job category's), else None
+
+    @functools.cached_property
+    def neutral_statistics(self) -> GoodputModel:
+        """This model with neutral gradient statistics (:func:`without_statistics`); cached in
+        the instance's ``__dict__``, which equality and hashing (over the fields) ignore."""
+        return _neutral_statistics(self)
 
     def throughput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
         """Examples per second."""
@@ -192,7 +199,13 @@ class GoodputModel:
 
 def without_statistics(model: GoodputModel) -> GoodputModel:
     """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
-    fitted parameters then have equal models and share memoised results."""
+    fitted parameters then have equal models and share memoised results. Made once per model
+    (a round asks for it several times per job)."""
+    return model.neutral_statistics
+
+
+def _neutral_statistics(model: GoodputModel) -> GoodputModel:
+    """:func:`without_statistics`, made afresh."""
     return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
 
 
