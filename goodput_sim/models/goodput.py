@@ -167,10 +167,14 @@ class GoodputModel:
         if grid.key != without_statistics(self):
             raise ValueError("a configuration grid of another model's parameters or limits")
         replicas = grid.replicas
-        shape = np.broadcast_shapes(
-            replicas.shape, np.shape(grad_sqr) if grad_sqr is not None else ()
-        )
-        if statistical:
+        if statistical and grad_sqr is None and grad_var is None:  # the model's, every row
+            # Scalars broadcast as the arrays below would: gain's arithmetic is elementwise
+            # (no transcendental functions), so every value is the same to the bit.
+            value = self._progress_rate(grid.total, grid.t_iter, self.grad_sqr, self.grad_var)
+        elif statistical:
+            shape = np.broadcast_shapes(
+                replicas.shape, np.shape(grad_sqr) if grad_sqr is not None else ()
+            )
             sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
             var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
             value = self._progress_rate(grid.total, grid.t_iter, sqr[:, None], var[:, None])
