@@ -9,16 +9,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from goodput_sim import jsonio
 from goodput_sim.agents import BatchAgent, agent_class
@@ -39,6 +38,9 @@ from goodput_sim.sim.observe import RoundObserver
 from goodput_sim.sim.recording import round_row
 from goodput_sim.sim.result import SimResult
 from goodput_sim.spec import SimConfig, build_config, has_failures
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 DEFAULT_POLICIES = ("fifo", "tiresias", "optimus", "throughput", "goodput")
 
@@ -218,9 +220,30 @@ def _settings_config(
     return build_config(settings, seed, as_cluster(cluster).nodes)
 
 
-def progress_bar(progress: bool, total: int, desc: str, unit: str) -> tqdm:
+class _NoBar:
+    """The part of a tqdm bar the callers use, doing nothing: the bar when none is shown."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to count."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def progress_bar(progress: bool, total: int, desc: str, unit: str) -> tqdm | _NoBar:
     """A progress bar on stderr when asked for and stderr is a terminal (tqdm's
-    ``disable=None``), shown only once the work has lasted 2 s."""
+    ``disable=None``), shown only once the work has lasted 2 s. No bar otherwise, and then
+    tqdm is not imported (a run to a file or pipe spends nothing on it)."""
+    if not progress or not _is_terminal(sys.stderr):
+        return _NoBar()
+    from tqdm import tqdm
+
     return tqdm(
         total=total,
         desc=desc,
@@ -229,6 +252,13 @@ def progress_bar(progress: bool, total: int, desc: str, unit: str) -> tqdm:
         leave=False,
         disable=None if progress else True,
     )
+
+
+def _is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal, as tqdm decides it for ``disable=None`` (a stream
+    without ``isatty`` counts as one)."""
+    isatty = getattr(stream, "isatty", None)
+    return isatty is None or bool(isatty())
 
 
 def _run_one(args: tuple) -> SimResult:
@@ -279,6 +309,8 @@ def compare(
     with progress_bar(progress, len(tasks), "policies", "run") as bar:
         if workers > 1 and len(tasks) > 1:
             warm_for(policies)  # compiled once here, not in each worker
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
             with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
                 futures = {pool.submit(_run_one, task): task[0] for task in tasks}
                 done = {}

@@ -7,6 +7,7 @@ batch sizes form a (allocations x candidates) grid evaluated in a handful of num
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,12 @@ class GoodputModel:
     grad_sqr: float
     grad_var: float
     fixed_batch: int | None = None  # the one total batch valued (a job category's), else None
+
+    @functools.cached_property
+    def neutral_statistics(self) -> GoodputModel:
+        """This model with neutral gradient statistics (:func:`without_statistics`); cached in
+        the instance's ``__dict__``, which equality and hashing (over the fields) ignore."""
+        return _neutral_statistics(self)
 
     def throughput(self, nodes, replicas, local_bsz, accum_steps=0) -> NDArray:
         """Examples per second."""
@@ -160,10 +167,14 @@ class GoodputModel:
         if grid.key != without_statistics(self):
             raise ValueError("a configuration grid of another model's parameters or limits")
         replicas = grid.replicas
-        shape = np.broadcast_shapes(
-            replicas.shape, np.shape(grad_sqr) if grad_sqr is not None else ()
-        )
-        if statistical:
+        if statistical and grad_sqr is None and grad_var is None:  # the model's, every row
+            # Scalars broadcast as the arrays below would: gain's arithmetic is elementwise
+            # (no transcendental functions), so every value is the same to the bit.
+            value = self._progress_rate(grid.total, grid.t_iter, self.grad_sqr, self.grad_var)
+        elif statistical:
+            shape = np.broadcast_shapes(
+                replicas.shape, np.shape(grad_sqr) if grad_sqr is not None else ()
+            )
             sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
             var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
             value = self._progress_rate(grid.total, grid.t_iter, sqr[:, None], var[:, None])
@@ -192,7 +203,13 @@ class GoodputModel:
 
 def without_statistics(model: GoodputModel) -> GoodputModel:
     """``model`` with neutral gradient statistics, for uses that ignore them: jobs with equal
-    fitted parameters then have equal models and share memoised results."""
+    fitted parameters then have equal models and share memoised results. Made once per model
+    (a round asks for it several times per job)."""
+    return model.neutral_statistics
+
+
+def _neutral_statistics(model: GoodputModel) -> GoodputModel:
+    """:func:`without_statistics`, made afresh."""
     return dataclasses.replace(model, grad_sqr=1.0, grad_var=0.0)
 
 
