@@ -179,6 +179,15 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
         out[f"homogeneous/goodput/{name}={value:g}"] = run(
             "homogeneous", "goodput", params={name: value}
         )
+    # Type-blind goodput as the Sia artifact runs its Pollux: virtual 4-GPU nodes, a 16-GPU
+    # cap and a flat 30-s restart delay, together and each alone, on nodes of unequal sizes.
+    artifact = {"virtual_node_gpus": 4, "max_gpus": 16, "restart_seconds": 30.0}
+    for setting in ("sia-mix", "mixed-node-size"):
+        out[f"{setting}/goodput/artifact-pollux"] = run(setting, "goodput", params=artifact)
+        for name, value in artifact.items():
+            out[f"{setting}/goodput/{name}={value:g}"] = run(
+                setting, "goodput", params={name: value}
+            )
     # Progress models (issue 19): the learning-rate-aware model, and seed 004's objective
     # recorded under the noise model, on typed profiles with the tail agent, blind and
     # forecasting, and under goodput's own agent.
