@@ -86,7 +86,7 @@ ELASTIC_PARAMS = (
         int,
         0,
         "most GPUs one job may take (never below a rigid job's own count); 0: no cap beyond "
-        "the belief's. The Sia artifact runs its type-blind Pollux with 16 (Sia SPEC 5.2)",
+        "the belief's. The Sia artifact runs its type-blind Pollux with 16",
         low=0,
         high=1_000_000,
     ),
@@ -95,7 +95,7 @@ ELASTIC_PARAMS = (
         float,
         0.0,
         "restart delay the restart penalty charges every job; 0: each job's own (what the "
-        "engine charges it). The Sia artifact's type-blind Pollux charges a flat 30 (SPEC 5.3)",
+        "engine charges it). The Sia artifact's type-blind Pollux charges a flat 30 s",
         low=0.0,
         high=1e6,
     ),
@@ -105,7 +105,7 @@ ELASTIC_PARAMS = (
         0,
         "decide on a view of the cluster with every node cut into virtual nodes of this many "
         "GPUs (a remainder its own node), mapped back to the real nodes; 0: the real nodes. "
-        "The Sia artifact's type-blind Pollux sees 4-GPU nodes (SPEC 5.1)",
+        "The Sia artifact's type-blind Pollux sees 4-GPU nodes",
         low=0,
         high=1_000_000,
     ),
