@@ -183,14 +183,28 @@ class Sia(Policy):
             choices=("solver", "reference", "random"),
         ),
         Param("tie_seed", int, 0, "seed of the random tie order (ties=random)", 0, 2**31 - 1),
+        Param(
+            "solver",
+            str,
+            "highs",
+            "the round's program solver: HiGHS, staged and exact (default), or CBC through "
+            "CVXPY as the reference states and solves it, for job-by-job comparison with it "
+            "(needs the optional cvxpy and cylp; much slower)",
+            choices=("highs", "cbc"),
+        ),
     )
 
     def __init__(self, seed: int = 0, **values):
         super().__init__(seed, **values)
-        if self.values["p"] == 0:
-            from goodput_sim.errors import InputError
+        from goodput_sim.errors import InputError
+        from goodput_sim.policies.sia_cbc import cbc_available
 
+        if self.values["p"] == 0:
             raise InputError("--param", "sia needs a fairness power p other than 0")
+        if self.values["solver"] == "cbc" and not cbc_available():
+            raise InputError(
+                "--param", "sia solver=cbc needs CVXPY with CBC: pip install 'goodput-sim[cbc]'"
+            )
         self._previous: dict[str, Config] = {}
         # Memoised per policy (one per simulation) by everything the values are computed from:
         # jobs whose beliefs are equal (one application, the same fits and statistics) and a
@@ -255,10 +269,19 @@ class Sia(Policy):
         minimise = self.values["p"] < 0
         values = tie_order(program, self._previous, self.values["ties"], self._tie_rng, minimise)
         args = (values, type_of, gpus, capacity, self.values["lambda_n"], minimise)
+        gap = self.values["mip_rel_gap"]
+        if self.values["solver"] == "cbc":
+            from goodput_sim.policies.sia_cbc import solve_with_cbc
+
+            choice = solve_with_cbc(*args, pinned=program.pinned, mip_rel_gap=gap)
+            return {
+                job.name: configs[c]
+                for job, c in zip(program.jobs, choice, strict=True)
+                if c is not None
+            }
         from goodput_sim.policies.sia_milp import solve_sia_milp  # loads HiGHS (slow)
 
         allowed = program.allowed
-        gap = self.values["mip_rel_gap"]
         try:
             result = solve_sia_milp(*args, pinned=program.pinned, allowed=allowed, mip_rel_gap=gap)
         except ValueError:  # a pinned configuration no longer fits (a node failed): unpin
