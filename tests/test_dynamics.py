@@ -83,3 +83,23 @@ def test_a_dynamics_random_stream_is_keyed_by_seed_and_names_only():
     assert draw(first) == draw(reordered) == draw(first)
     assert draw(first) != draw(first, name="n") and draw(first) != draw(first, job="b")
     assert draw(first) != draw(sim(8))
+
+
+def test_only_dynamics_that_price_moves_keep_same_shape_moves_from_going_free():
+    """Every run has the checkpoints dynamic; it prices a move only where checkpoints are
+    taken or a move saves or loses work. So a plain run lets a policy's same-shape moves go
+    free (sia's default, as the Sia reference), and a run with unsaved moves does not."""
+    from goodput_sim.policies import get_policy
+    from goodput_sim.profiles import bundled_profiles_path, load_profiles
+    from goodput_sim.sim.engine import Simulation
+    from goodput_sim.spec import SimConfig
+
+    profiles = load_profiles(bundled_profiles_path())
+    jobs = pd.read_csv(api.bundled_workload()).iloc[:3]
+
+    def pricing(config=None):
+        sim = Simulation(jobs, profiles, get_policy("fifo"), config=config, seed=0)
+        return [d.prices_moves() for d in sim.dynamics]
+
+    assert pricing() and not any(pricing())
+    assert any(pricing(SimConfig(reallocation_checkpoint="none")))

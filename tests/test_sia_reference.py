@@ -96,10 +96,11 @@ def test_named_alternatives_are_declared():
 
 def test_sia_matches_the_reference_on_average(sia_reference):
     """Philly workload-1 on the default mix against the unmodified reference: average JCT
-    within 4%. Measured 1.034 with the staged HiGHS solve, 1.016 before it: the solve is exact
-    either way, but it breaks ties differently, and sia against itself with another tie order
-    differs by a median 11% per job (docs/validation/sia-jobs.md). The aim is 2%; this bar
-    guards against a real regression, not tie luck."""
+    within 2% and a median per-job error under 9%. Measured 0.998 and 8.7% once epochs end on
+    whole seconds, a job's batch is chosen from statistics measured at the batch it ran, and
+    same-shape moves are free as in the reference (1.034 and 9.3% before). Ties still part the
+    two runs job by job (docs/validation/sia-jobs.md)."""
     bar = next(b for b in JOB_LEVEL_BARS if b.policy == "sia")
     result = run_job_level(bar, sia_reference)  # every reference job paired, none extra
-    assert result.avg_ratio == pytest.approx(1.0, abs=0.04)
+    assert result.avg_ratio == pytest.approx(1.0, abs=0.02)
+    assert result.median_error < 0.09

@@ -314,7 +314,9 @@ class Simulation:
             {v.name: v.limits for v in views if v.limits.category != "adaptive"},
         )
         orders = decision.node_orders if self.config.placement_order == "allocation" else {}
-        free_moves = self.policy.free_same_shape_moves and not self.dynamics
+        free_moves = self.policy.free_same_shape_moves and not any(
+            d.prices_moves() for d in self.dynamics
+        )
         for job in active:
             row = rows[job.name]
             if np.array_equal(row, job.allocation):

@@ -57,6 +57,8 @@ class Planner:
             return
         profile = job.profile
         batch = job.total_batch or profile.limits.init_batch_size
+        if self.measured_stats and job.last_batch:  # measured at the batch the job last ran
+            batch = job.last_batch
         agent_key = self.agent.plan_key(
             belief, job.spec.requested_batch, job.nodes_used, job.replicas
         )

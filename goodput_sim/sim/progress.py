@@ -60,7 +60,8 @@ def advance_job(
 
     With ``replan``, the job stops at every epoch boundary it crosses and ``replan(job)`` may
     give it a new plan from there (its beliefs refitted on what it ran, its batch re-chosen),
-    as the Sia artifact's jobs do (Sia SPEC 3.2); without it, the plan holds until ``end``."""
+    as the Sia artifact's jobs do (Sia SPEC 3.2), reaching each boundary after a whole number of
+    seconds as they do; without it, the plan holds until ``end``."""
     t = start + min(job.restart_remaining, end - start)
     job.restart_remaining -= t - start
     job.restart_gpu_seconds += job.replicas * (t - start)
@@ -82,11 +83,14 @@ def advance_job(
             finish = _cross_epochs(job, plan, k0, t, available)
             stop = end if finish is None else finish
             break
-        finish = _cross_one_epoch(job, plan, k0, t, float(to_boundary))
+        # The artifact's jobs step whole seconds from one epoch boundary to the next (its time to
+        # the boundary is rounded), so its epochs end up to half a second early or late.
+        seconds = min(float(round(float(to_boundary))), available)
+        finish = _cross_one_epoch(job, plan, k0, t, seconds)
         if finish is not None:
             stop = finish
             break
-        t += float(to_boundary)
+        t += seconds
         replan(job)
     job.gpu_seconds += job.replicas * (stop - start)
     if job.typed is not None:

@@ -160,6 +160,12 @@ class Dynamic:
     def check(self) -> None:
         """Once every dynamic of the run is built: refuse what needs the others to judge."""
 
+    def prices_moves(self) -> bool:
+        """Whether moving a job to other nodes means something to this dynamic in this run (a
+        save, lost work, another node's price or neighbours), so that no move goes free; asked
+        once the run's dynamics are checked."""
+        return True
+
     def start(self) -> None:
         """The clock starts: put this dynamic's first events on it."""
 

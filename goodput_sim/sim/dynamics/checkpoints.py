@@ -73,6 +73,10 @@ class Checkpoints(Dynamic):
         self.periodic = world.pool.fails or crashes or costly or unsaved
         self.columns = ("saves",) if costly else ()
 
+    def prices_moves(self) -> bool:
+        """Moves matter where checkpoints are taken or a move saves or loses work."""
+        return self.periodic or self.world.config.reallocation_checkpoint != "free"
+
     def effective_mtbf(self, job: Job) -> float:
         """Seconds between the events that undo a job's work: failures and reclaims of the
         nodes it runs on (each node's rate, its domains' too; a job not placed counts as on
