@@ -9,6 +9,7 @@ allocations with equal fits) share their read-only arrays, up to :data:`PLAN_MEM
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -98,11 +99,15 @@ class Planner:
             first = max(job.epoch - 1, 0) if at_boundary else job.epoch
             measured = np.concatenate(([first], epochs[:-1]))
         sqr, var = profile.grad_stats(batch, measured)
+        limits = profile.limits
+        if self.measured_stats:
+            belief = placement_limits(belief, profile, job.placement)
+            limits = dataclasses.replace(limits, max_local_bsz=belief.limits.max_local_bsz)
         plan = self.agent.configs(
             belief, job.spec.requested_batch, job.nodes_used, job.replicas, sqr, var, hint
         )
         local_bsz, accum = validated_plan(
-            self.agent.name, job.name, plan, job.replicas, profile.limits, len(epochs)
+            self.agent.name, job.name, plan, job.replicas, limits, len(epochs)
         )
         step, sync, total, iteration, rate = epoch_rates(
             profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
@@ -113,6 +118,19 @@ class Planner:
         for array in arrays:
             array.flags.writeable = False
         return arrays
+
+
+def placement_limits(belief: BeliefView, profile: Any, placement: tuple[int, ...]) -> BeliefView:
+    """The belief with the per-GPU batch limited as the Sia artifact's jobs limit their own
+    choice: by the largest measured for their placement (Sia SPEC 1.5), not by the
+    application's limit, which only prices configurations (SPEC 1.2)."""
+    largest = getattr(profile, "max_local_bsz_at", None)
+    if largest is None or not placement:
+        return belief
+    cap = largest(placement)
+    if cap == belief.limits.max_local_bsz:
+        return belief
+    return dataclasses.replace(belief, limits=dataclasses.replace(belief.limits, max_local_bsz=cap))
 
 
 def hint_key(hint: Mapping[str, Any] | None) -> Hashable:
