@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -90,21 +91,22 @@ def test_named_alternatives_are_declared():
     described = policy.describe()
     assert described["price_batch"] == "requested" and described["round_values"] is True
     assert described["restart_penalties"] == "reference" and described["speed_ratio"] == "peak"
-    for key, value in (("price_batch", "application"), ("speed_ratio", "measurement")):
+    assert described["pricing_precision"] == "single"
+    alternatives = (("price_batch", "application"), ("speed_ratio", "measurement"))
+    for key, value in (*alternatives, ("pricing_precision", "double")):
         assert get_policy("sia", params={key: value}).values[key] == value
 
 
-def test_sia_matches_the_reference_on_average(sia_reference):
-    """Philly workload-1 on the default mix against the unmodified reference: average JCT
-    within 2% and a median per-job error under 9%. Measured 1.009 and 8.4% once epochs end on
-    whole seconds, a job's batch is chosen from statistics measured at the batch it ran and
-    within its placement's measured per-GPU batch, and same-shape moves are free as in the
-    reference (1.034 and 9.3% before). Ties still part the two runs job by job
-    (docs/validation/sia-jobs.md)."""
+def test_sia_matches_the_reference_job_by_job(sia_reference):
+    """Philly workload-1 on the default mix against the unmodified reference, solved by CBC as
+    the reference solves it: average JCT within 2%, median per-job error at most 5% (issue
+    bars; measured 0.995 and 4.0%, 67% of jobs within 10%, restarts 681 against 681). The two
+    runs make the same allocations for the first 8,820 s (docs/validation/sia-jobs.md)."""
     bar = next(b for b in JOB_LEVEL_BARS if b.policy == "sia")
+    if not bar.runnable:
+        pytest.skip("needs sia's CBC solver: pip install 'goodput-sim[cbc]'")
     result = run_job_level(bar, sia_reference)  # every reference job paired, none extra
-    assert result.avg_ratio == pytest.approx(1.0, abs=0.02)
-    assert result.median_error < 0.09
+    assert result.passed, result.detail
 
 
 def test_a_jobs_own_batch_is_limited_by_its_placements_measurements(sia_reference):
@@ -120,3 +122,65 @@ def test_a_jobs_own_batch_is_limited_by_its_placements_measurements(sia_referenc
     assert rtx.limits.max_local_bsz == 57
     assert placement_limits(belief, rtx, (4,)).limits.max_local_bsz == 80
     assert placement_limits(belief, object(), (4,)) is belief
+
+
+def test_a_one_batch_grid_prices_a_larger_per_gpu_batch():
+    """The reference prices a yolov3 job capped at its requested 64 on 16 GPUs (4 per GPU at
+    least) at 5 per GPU, and so at 22.748 where 4 per GPU gives 19.716 (its goodput function
+    run on these parameters and statistics): max(M0, 4 x 16) = 64 leaves a one-batch grid
+    whose inner points, in single precision, lie just above 64."""
+    from goodput_sim.models.goodput import candidate_configs
+
+    replicas = np.array([1.0, 2, 4, 8, 12, 16])
+    single, _ = candidate_configs(replicas, 8, 64, 4, 16, single_precision=True)
+    double, _ = candidate_configs(replicas, 8, 64, 4, 16)
+    assert single[5, 0] == single[5, -1] == 4 and set(single[5, 1:-1]) == {5}
+    assert set(double[5]) == {4}
+    params = ThroughputParams(
+        0.164938, 0.0263014, 0.569693, 0.113641, 0.181596, 0.00179923, 1.00025
+    )
+    model = GoodputModel(params, 8, 64, 4, 16, 2243.876256874261, 44568.45031275682)
+    nodes = np.array([1.0, 1, 1, 2, 3, 4])
+    priced = model.optimize(nodes, replicas, True).goodput
+    reference = dataclasses.replace(model, single_precision=True).optimize(nodes, replicas, True)
+    assert reference.goodput[5] == pytest.approx(22.748, abs=1e-3)
+    assert priced[5] == pytest.approx(19.716, abs=1e-3)
+    np.testing.assert_array_equal(reference.goodput[:5], priced[:5])
+
+
+class _Enough(Exception):
+    pass
+
+
+def test_jobs_rechoose_their_batch_from_what_they_measured(sia_reference):
+    """Workload-1 solved by CBC follows the reference's allocations; the per-GPU batches of
+    two jobs at a few rounds are the reference's (its jobs' choices, printed by running it):
+    deepspeech2-1 re-chooses at the round after an epoch boundary from the statistics it
+    measured in that epoch (12 at t = 480 s, where a plan made at the boundary kept 11), and
+    cifar10-7 re-chooses at every epoch boundary from the statistics measured at the batch it
+    ran (161 at t = 1,860 s, not the 183 of a plan made epochs before)."""
+    from goodput_sim.experiments.sia_trace import _simulation
+    from goodput_sim.policies.sia_cbc import cbc_available
+
+    if not cbc_available():
+        pytest.skip("needs sia's CBC solver: pip install 'goodput-sim[cbc]'")
+    wanted = {
+        (480.0, "deepspeech2-1"): 12,
+        (540.0, "deepspeech2-1"): 12,
+        (1860.0, "cifar10-7"): 161,
+    }
+    seen = {}
+
+    def observe(record):
+        if record.time > 1860:
+            raise _Enough
+        for job in record.running:
+            if (record.time, job.name) in wanted:
+                seen[(record.time, job.name)] = job.local_bsz
+
+    workload = sia_reference / "workloads" / "philly" / "workload-1.csv"
+    cluster = ROOT / "configs" / "cluster-sia-default.yaml"
+    sim = _simulation(workload, sia_reference / "traces", cluster, Sia(solver="cbc"), [observe])
+    with pytest.raises(_Enough):
+        sim.run()
+    assert seen == wanted

@@ -220,7 +220,10 @@ def _simulation(workload, profiles, cluster, policy, observers=()):
     from goodput_sim.profiles import load_profiles
     from goodput_sim.sim.engine import Simulation
 
-    profile_map = profiles if isinstance(profiles, dict) else load_profiles(profiles)
+    # Read as the reference read them (job by job, a last bit can change an allocation).
+    profile_map = (
+        profiles if isinstance(profiles, dict) else load_profiles(profiles, legacy_floats=True)
+    )
     spec = as_cluster(cluster)
     frame = _workload(workload, profile_map, spec)
     _, agent = make_policy_and_agent("sia")

@@ -19,12 +19,6 @@ import dataclasses
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from goodput_sim.models.fit_kernels import (
-    artifact_log_inputs,
-    artifact_terms,
-    artifact_value_parts,
-)
-from goodput_sim.models.numerics import TINY
 from goodput_sim.models.throughput import (
     _INITIAL,
     _LOWER,
@@ -33,7 +27,6 @@ from goodput_sim.models.throughput import (
     ThroughputModel,
     ThroughputParams,
 )
-from goodput_sim.models.throughput_fit import _SQRT_GAMMA_PRIOR, _SQRT_NET_PRIOR
 
 TOLERANCE = 1e-5  # the artifact's solver tolerance
 
@@ -55,19 +48,8 @@ def artifact_fit(
     )
     if nodes.size == 0:
         raise ValueError("cannot fit a throughput model without observations")
-    frozen = ThroughputModel._frozen_values(nodes, replicas, local_bsz, accum_time)
-    start = _INITIAL.copy()
-    lower, upper = _LOWER.copy(), _UPPER.copy()
-    for name, value in frozen.items():
-        k = PARAM_NAMES.index(name)
-        start[k] = lower[k] = upper[k] = value
-    objective = _ArtifactObjective(
-        nodes,
-        replicas,
-        local_bsz,
-        np.log(np.maximum(accum_time, TINY)),
-        np.log(np.maximum(step_time, TINY)),
-    )
+    start, lower, upper = start_and_bounds(nodes, replicas, local_bsz, accum_time)
+    objective = _ArtifactObjective(nodes, replicas, local_bsz, accum_time, step_time)
     with np.errstate(all="ignore"):
         theta = lbfgsb(objective, start, lower, upper)
     params = ThroughputParams(*theta.tolist())
@@ -78,6 +60,20 @@ def artifact_fit(
             beta_n=max(params.beta_n, 1.1 * params.beta_r),
         )
     return params
+
+
+def start_and_bounds(
+    nodes: NDArray, replicas: NDArray, local_bsz: NDArray, accum_time: NDArray
+) -> tuple[NDArray, NDArray, NDArray]:
+    """The fit's fixed start and bounds, the parameters the observations leave free frozen as
+    :class:`ThroughputModel` freezes them."""
+    start, lower, upper = _INITIAL.copy(), _LOWER.copy(), _UPPER.copy()
+    for name, value in ThroughputModel._frozen_values(
+        nodes, replicas, local_bsz, accum_time
+    ).items():
+        k = PARAM_NAMES.index(name)
+        start[k] = lower[k] = upper[k] = value
+    return start, lower, upper
 
 
 def lbfgsb(objective, start: NDArray, lower: NDArray, upper: NDArray) -> NDArray:
@@ -151,65 +147,89 @@ def _setulb():
 
 class _ArtifactObjective:
     """The artifact's objective and its gradient at a point, for L-BFGS-B: the RMS log error of
-    the accumulation-step times plus that of the step times plus the priors' sum of squares.
+    the accumulation-step times plus that of the step times (the step time predicted as
+    ``(T_acc^g + T_net^g)^(1/g)``) plus the priors ``1e-3 (g - 1)^2`` and
+    ``1e-2 ((beta_n / alpha_n)^2 + (beta_r / alpha_r)^2)`` (Pollux SPEC 3.3).
 
-    The arithmetic is :class:`~goodput_sim.models.throughput_fit.LogFitObjective`'s, bit for bit,
-    in three compiled kernels around numpy's powers and logs (one call each); the gradient's
-    products stay numpy's as well."""
+    The artifact differentiates it by reverse-mode automatic differentiation. Near flat
+    optima, as when the observations leave parameters free, a last-bit difference in a
+    gradient steers L-BFGS-B to another stopping point, so the value and gradient here are
+    computed in that evaluation's order, operation by operation: the forward pass as written
+    above, then each operation's derivative from the last to the first, and a parameter's
+    contributions summed in the order its uses are reached backwards (the priors', then the
+    step-time terms', observations last to first). Tests compare both with an automatic
+    differentiation of the formula, bit for bit."""
 
-    def __init__(self, nodes, replicas, local_bsz, log_acc, log_sync):
+    def __init__(self, nodes, replicas, local_bsz, accum_time, step_time):
         self.local_bsz = local_bsz
-        self.extra = np.maximum(replicas - 2.0, TINY)
-        self.inter = nodes > 1
+        self.inter = nodes > 1  # the slowest link: across nodes, else within one, else none
         self.intra = ~self.inter & (replicas > 1)
-        self.targets = np.concatenate([log_acc, log_sync])
+        self.extra = np.maximum(replicas - 2, 1e-8)  # rounds of the ring beyond two
+        self.log_accum = np.log(accum_time)
+        self.log_step = np.log(step_time)
         self.rows = len(local_bsz)
-        self.scale = 1.0 / np.sqrt(self.rows)
+        # Observations whose network time reads alpha_n, beta_n (across) or alpha_r, beta_r
+        # (within), last first: the order their gradients are summed in.
+        self.across = np.flatnonzero(self.inter)[::-1].tolist()
+        self.within = np.flatnonzero(self.intra)[::-1].tolist()
 
     def __call__(self, x):
-        t_acc, t_net, big, u_floor, bases = artifact_terms(
-            x, self.local_bsz, self.inter, self.intra, self.extra, TINY
+        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x
+        inter, intra = self.inter, self.intra
+        # Forward.
+        t_acc = alpha_c + beta_c * self.local_bsz
+        link = np.where(inter, alpha_n, np.where(intra, alpha_r, 1e-8))
+        retro = np.where(inter, beta_n, np.where(intra, beta_r, 1e-8))
+        t_net = link + retro * self.extra
+        acc_pow, net_pow = np.power(t_acc, gamma), np.power(t_net, gamma)
+        log_sum = np.log(acc_pow + net_pow)
+        step_error = log_sum / gamma - self.log_step
+        acc_error = np.log(t_acc) - self.log_accum
+        acc_mean = np.mean(np.power(acc_error, 2))
+        step_mean = np.mean(np.power(step_error, 2))
+        gamma_less = gamma - 1
+        ratio_n, ratio_r = beta_n / alpha_n, beta_r / alpha_r
+        value = (
+            np.sqrt(acc_mean)
+            + np.sqrt(step_mean)
+            + 1e-3 * np.power(gamma_less, 2)
+            + 1e-2 * (np.power(ratio_n, 2) + np.power(ratio_r, 2))
         )
-        _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = x.tolist()
-        powered = bases**gamma
-        log_inputs = artifact_log_inputs(t_acc, big, powered, u_floor)
-        c = _SQRT_NET_PRIOR
-        priors = np.array(
-            (_SQRT_GAMMA_PRIOR * (gamma - 1.0), c * beta_n / alpha_n, c * beta_r / alpha_r)
-        )
-        prior_jac = np.array(
+        # Backward, from the last operation to the first.
+        g_ratio = 1e-2 * 1.0 * 2
+        g_ratio_r, g_ratio_n = g_ratio * ratio_r, g_ratio * ratio_n
+        grad_beta_r = g_ratio_r / alpha_r
+        grad_alpha_r = -g_ratio_r * beta_r / alpha_r**2
+        grad_beta_n = g_ratio_n / alpha_n
+        grad_alpha_n = -g_ratio_n * beta_n / alpha_n**2
+        grad_gamma = 1e-3 * 1.0 * 2 * gamma_less
+        g_step = np.full(self.rows, 1.0 * 0.5 * step_mean**-0.5) / self.rows * 2 * step_error
+        grad_gamma = grad_gamma + np.sum(-g_step * log_sum / gamma**2, axis=0)
+        g_sum = g_step / gamma / (acc_pow + net_pow)
+        g_net = g_sum * gamma * np.power(t_net, gamma - 1)
+        grad_gamma = grad_gamma + np.sum(g_sum * np.log(t_net) * net_pow, axis=0)
+        g_retro = self.extra * g_net
+        for i in self.across:
+            grad_beta_n = grad_beta_n + g_retro[i]
+        for i in self.within:
+            grad_beta_r = grad_beta_r + g_retro[i]
+        for i in self.across:
+            grad_alpha_n = grad_alpha_n + g_net[i]
+        for i in self.within:
+            grad_alpha_r = grad_alpha_r + g_net[i]
+        g_acc = g_sum * gamma * np.power(t_acc, gamma - 1)
+        grad_gamma = grad_gamma + np.sum(g_sum * np.log(t_acc) * acc_pow, axis=0)
+        g_acc_error = np.full(self.rows, 1.0 * 0.5 * acc_mean**-0.5) / self.rows * 2 * acc_error
+        g_acc = g_acc + g_acc_error / t_acc
+        gradient = np.array(
             (
-                _SQRT_GAMMA_PRIOR,
-                -c * beta_n / alpha_n**2,
-                c / alpha_n,
-                -c * beta_r / alpha_r**2,
-                c / alpha_r,
+                np.sum(g_acc, axis=0),
+                np.sum(self.local_bsz * g_acc, axis=0),
+                grad_alpha_n,
+                grad_beta_n,
+                grad_alpha_r,
+                grad_beta_r,
+                grad_gamma,
             )
         )
-        r, first, second, prior_sum, jac = artifact_value_parts(
-            log_inputs,
-            np.log(log_inputs),
-            powered,
-            t_acc,
-            t_net,
-            self.local_bsz,
-            self.extra,
-            self.inter,
-            self.intra,
-            self.targets,
-            self.scale,
-            gamma,
-            gamma**2,
-            priors,
-            prior_jac,
-        )
-        rows = self.rows
-        value, gradient = 0.0, np.zeros_like(x)
-        for norm, part in ((first, slice(0, rows)), (second, slice(rows, 2 * rows))):
-            value += norm
-            if norm > 0:
-                gradient += jac[part].T @ r[part] / norm
-        priors_part = slice(2 * rows, None)
-        value += prior_sum
-        gradient += 2.0 * jac[priors_part].T @ r[priors_part]
         return value, gradient

@@ -13,8 +13,6 @@ library's."""
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
@@ -226,87 +224,3 @@ def log_error_jacobian(
             -log_total[i] / gamma_sq + ug[i] * log_u[i] / (gamma * total[i])
         )
     return jac
-
-
-@_jit
-def artifact_terms(theta, local_bsz, inter, intra, extra, tiny):
-    """The artifact fit's objective at parameters ``theta``, first part: :func:`sync_terms`'
-    pieces, with u and the two shares in one array (the bases numpy raises to the power
-    gamma)."""
-    t_acc, t_net, big, u, shares, u_floor = sync_terms(theta, local_bsz, inter, intra, extra, tiny)
-    rows = local_bsz.shape[0]
-    bases = np.empty(3 * rows)
-    bases[:rows] = u
-    bases[rows:] = shares
-    return t_acc, t_net, big, u_floor, bases
-
-
-@_jit
-def artifact_log_inputs(t_acc, big, powered, u_floor):
-    """What numpy takes the log of, in one array: T_acc, m, 1 + u^g and max(u, 1e-300)."""
-    rows = t_acc.shape[0]
-    out = np.empty(4 * rows)
-    for i in range(rows):
-        out[i] = t_acc[i]
-        out[rows + i] = big[i]
-        out[2 * rows + i] = 1.0 + powered[i]
-        out[3 * rows + i] = u_floor[i]
-    return out
-
-
-@_jit
-def artifact_value_parts(
-    log_inputs,
-    logs,
-    powered,
-    t_acc,
-    t_net,
-    local_bsz,
-    extra,
-    inter,
-    intra,
-    targets,
-    scale,
-    gamma,
-    gamma_sq,
-    priors,
-    prior_jac,
-):
-    """The artifact fit's objective at a point, second part, from numpy's logs (of
-    :func:`artifact_log_inputs`) and powers (of :func:`artifact_terms`' bases): the residuals
-    (log errors, then the three ``priors``), the RMS norms of the two log-error halves and the
-    priors' sum of squares (each summed as numpy sums), and the Jacobian (column-major).
-    ``prior_jac`` holds the prior rows' nonzero derivatives (gamma; alpha_n, beta_n; alpha_r,
-    beta_r)."""
-    rows = t_acc.shape[0]
-    residuals = np.empty(2 * rows + 3)
-    log_errors(logs[: 3 * rows], targets, scale, gamma, residuals)
-    residuals[2 * rows :] = priors
-    squares = residuals * residuals
-    first = math.sqrt(0.0 + _pairwise_sum(squares[:rows], rows))
-    second = math.sqrt(0.0 + _pairwise_sum(squares[rows : 2 * rows], rows))
-    prior_sum = 0.0 + _block_sum(squares, 2 * rows, 3)
-    jac = log_error_jacobian(
-        t_acc,
-        t_net,
-        log_inputs[2 * rows : 3 * rows],
-        powered[:rows],
-        powered[rows:],
-        logs[2 * rows : 3 * rows],
-        logs[3 * rows :],
-        local_bsz,
-        extra,
-        inter,
-        intra,
-        scale,
-        gamma,
-        gamma_sq,
-    )
-    jac[2 * rows, 6] = prior_jac[0]
-    jac[2 * rows + 1, 2], jac[2 * rows + 1, 3] = prior_jac[1], prior_jac[2]
-    jac[2 * rows + 2, 4], jac[2 * rows + 2, 5] = prior_jac[3], prior_jac[4]
-    columns = np.empty((7, 2 * rows + 3))  # returned transposed: column-major, as numpy's
-    for i in range(2 * rows + 3):  # boolean column selection leaves it, so BLAS sums alike
-        for k in range(7):
-            columns[k, i] = jac[i, k]
-    return residuals, first, second, prior_sum, columns.T

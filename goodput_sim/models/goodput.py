@@ -59,6 +59,8 @@ class GoodputModel:
     grad_sqr: float
     grad_var: float
     fixed_batch: int | None = None  # the one total batch valued (a job category's), else None
+    # Candidate batches as the Sia reference prices configurations (candidate_configs)
+    single_precision: bool = False
 
     @functools.cached_property
     def neutral_statistics(self) -> GoodputModel:
@@ -134,6 +136,7 @@ class GoodputModel:
                 self.max_batch_size,
                 self.min_local_bsz,
                 self.max_local_bsz,
+                single_precision=self.single_precision,
             )
             outside = (local_bsz < self.min_local_bsz) | (local_bsz > self.max_local_bsz)
         else:  # one candidate: the fixed batch split over each pair's GPUs; it runs however
@@ -225,8 +228,12 @@ def candidate_configs(
     min_local: float,
     max_local: float,
     count: int = CANDIDATES,
+    single_precision: bool = False,
 ) -> tuple[NDArray, NDArray]:
-    """(b, s) grids for ``count`` total batches from max(M0, b_min*R) to the maximum, geometric."""
+    """(b, s) grids for ``count`` total batches from max(M0, b_min*R) to the maximum, geometric
+    (``single_precision``: the :data:`CANDIDATES` of :func:`_single_precision_candidates`)."""
+    if single_precision:
+        return _single_precision_candidates(replicas, init_batch, max_batch, min_local, max_local)
     r = replicas[:, None]
     low = np.maximum(init_batch, min_local * replicas)
     fraction = _FRACTIONS if count == CANDIDATES else np.linspace(0.0, 1.0, count)[None, :]
@@ -237,6 +244,39 @@ def candidate_configs(
     accum = np.where(single, np.maximum(accum, 1), accum)
     local_bsz = np.ceil(local / (accum + 1) - _EPS)
     return local_bsz, accum
+
+
+def _single_precision_candidates(
+    replicas: NDArray, init_batch: float, max_batch: float, min_local: float, max_local: float
+) -> tuple[NDArray, NDArray]:
+    """:func:`candidate_configs` as the Sia reference prices configurations (Sia SPEC 4.1): it
+    passes the GPU counts in single precision, so its geometric grid of batches, the per-GPU
+    batches and their accumulation steps are single-precision numbers, computed as numpy
+    before 2.0 computed them. Where the grid is one batch (``max(M0, b_min R)`` equal to the
+    largest), its inner points come out a little above it and the per-GPU batch rounds up
+    to the next whole example. The pairs are computed together, as the reference computes a
+    GPU type's configurations: one degenerate pair changes how the others' grids round."""
+    f32 = np.float32
+    r = np.asarray(replicas).astype(f32)
+    start = np.maximum(f32(init_batch), f32(min_local) * r)
+    stop = f32(max_batch)
+    log_start, log_stop = np.log10(start), np.log10(np.full(1, stop))
+    # linspace(log_start, log_stop, count) in single precision, then 10 ** y in double
+    steps = np.arange(CANDIDATES, dtype=f32).reshape(-1, 1)
+    delta = log_stop - log_start
+    step = delta / f32(CANDIDATES - 1)
+    vanishing = (step == 0).any()  # numpy's path for steps that vanish, taken for every pair
+    y = steps / f32(CANDIDATES - 1) * delta if vanishing else steps * step
+    y = y + log_start
+    y[-1] = log_stop
+    batch = np.power(np.full(1, 10.0), y).astype(f32)
+    batch[0], batch[-1] = start, stop
+    local = (batch / r).T
+    accum = np.ceil(local / f32(max_local) - f32(_EPS)) - 1
+    single = (r[:, None] == 1) & (local > f32(init_batch + _EPS))
+    accum = np.where(single, np.maximum(accum, 1), accum).astype(np.int64)
+    local_bsz = np.ceil(local / (accum + 1) - _EPS)
+    return local_bsz.astype(np.float64), accum.astype(np.float64)
 
 
 def fixed_batch_config(

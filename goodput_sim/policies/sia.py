@@ -184,6 +184,15 @@ class Sia(Policy):
         ),
         Param("tie_seed", int, 0, "seed of the random tie order (ties=random)", 0, 2**31 - 1),
         Param(
+            "pricing_precision",
+            str,
+            "single",
+            "arithmetic of the batch candidates a configuration is priced over: single "
+            "precision as the reference (a one-batch grid then rounds its per-GPU batch up), "
+            "or double",
+            choices=("single", "double"),
+        ),
+        Param(
             "solver",
             str,
             "highs",
@@ -335,8 +344,10 @@ class Sia(Policy):
         application's largest), memoised by the goodput model priced (every value they are
         computed from, the cap included) and the shapes."""
         model = belief.goodput_model
-        if cap is not None:
-            model = dataclasses.replace(model, max_batch_size=cap)
+        single = self.values["pricing_precision"] == "single"
+        if cap is not None or single:
+            cap = model.max_batch_size if cap is None else cap
+            model = dataclasses.replace(model, max_batch_size=cap, single_precision=single)
         return self._goodputs_at(model, tuple(nodes.tolist()), tuple(gpus.tolist()))
 
     def _allowed(

@@ -41,8 +41,12 @@ def bundled_profiles_path() -> Path:
     return bundled.path("traces/profiles")
 
 
-def load_profiles(path: str | Path | None = None) -> dict[str, ApplicationProfile]:
-    """Profiles from a folder of YAML files or a measurement folder (default: the bundled YAML)."""
+def load_profiles(
+    path: str | Path | None = None, legacy_floats: bool = False
+) -> dict[str, ApplicationProfile]:
+    """Profiles from a folder of YAML files or a measurement folder (default: the bundled YAML).
+    ``legacy_floats``: a measurement folder's decimals read as pandas before 2.0 read them, as
+    the reference simulators did (:mod:`~goodput_sim.profiles.legacy_floats`)."""
     path = Path(path) if path is not None else bundled_profiles_path()
     if not path.exists():
         raise InputError(path, "profiles path does not exist")
@@ -56,7 +60,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, ApplicationProfil
         profile = load_profile_yaml(path)
         return {profile.name: profile}
     if is_typed_measurement_folder(path):
-        return dict(load_typed_measured_profiles(path))
+        return dict(load_typed_measured_profiles(path, legacy_floats=legacy_floats))
     if is_measurement_folder(path):
-        return dict(load_measured_profiles(path))
+        return dict(load_measured_profiles(path, legacy_floats=legacy_floats))
     return dict(load_parametric_profiles(path))

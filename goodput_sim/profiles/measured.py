@@ -31,6 +31,7 @@ from goodput_sim.profiles.base import (
     interp_rows,
     linear_or_nearest,
 )
+from goodput_sim.profiles.legacy_floats import legacy_floats
 from goodput_sim.usertext import read_csv
 
 if TYPE_CHECKING:
@@ -81,10 +82,11 @@ class _RowLines:
 
 
 def _read_clean_table(
-    path: Path, columns: tuple[str, ...], positive: tuple[str, ...]
+    path: Path, columns: tuple[str, ...], positive: tuple[str, ...], legacy: bool = False
 ) -> pd.DataFrame | None:
     """The table when every check passes, parsed by pandas' C parser; None otherwise (then the
-    slower cell-by-cell reading finds and reports the first problem)."""
+    slower cell-by-cell reading finds and reports the first problem). ``legacy``: decimals
+    read as pandas before 2.0 read them (:mod:`~goodput_sim.profiles.legacy_floats`)."""
     try:
         frame = read_csv(path, "measurement CSV")
     except (
@@ -101,6 +103,9 @@ def _read_clean_table(
     ):
         return None
     arrays = {c: frame[c].to_numpy(dtype=np.float64) for c in columns}
+    if legacy:
+        texts = read_csv(path, "measurement CSV", dtype=str, keep_default_na=False)
+        arrays.update({c: legacy_floats(texts[c]) for c in columns if frame[c].dtype.kind == "f"})
     # Checked on the arrays: a pandas comparison costs a hundred times numpy's on these sizes.
     if not all(np.isfinite(a).all() for a in arrays.values()) or any(
         (arrays[c] <= 0).any() for c in positive
@@ -110,13 +115,13 @@ def _read_clean_table(
 
 
 def _read_table_lines(
-    path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = ()
+    path: Path, columns: tuple[str, ...], positive: tuple[str, ...] = (), legacy: bool = False
 ) -> tuple[pd.DataFrame, _RowLines]:
     """A measurement CSV, checking columns, numbers and signs, and the file line of every data
-    row (errors name file and line)."""
+    row (errors name file and line); ``legacy`` as :func:`_read_clean_table`."""
     if not path.is_file():
         raise InputError(path, "file is missing")
-    clean = _read_clean_table(path, columns, positive)
+    clean = _read_clean_table(path, columns, positive, legacy)
     if clean is not None:
         return clean, _RowLines(path, len(clean))
     try:
@@ -150,7 +155,7 @@ def _read_table_lines(
                 f"column {column!r} must be positive, found {values.iloc[row]}",
                 where=lines[row],
             )
-        out[column] = values.to_numpy(dtype=np.float64)
+        out[column] = legacy_floats(frame[column]) if legacy else values.to_numpy(np.float64)
     return out, lines
 
 
@@ -208,7 +213,13 @@ class MeasuredProfile(ApplicationProfile):
     ``scalability-<type>.csv``, the Sia artifact's layout); the gradient statistics and progress
     (``validation-*.csv``) are shared by every type."""
 
-    def __init__(self, folder: str | Path, name: str | None = None, gpu_type: str | None = None):
+    def __init__(
+        self,
+        folder: str | Path,
+        name: str | None = None,
+        gpu_type: str | None = None,
+        legacy_floats: bool = False,
+    ):
         folder = Path(folder)
         self.folder = folder
         self.name = name or folder.name
@@ -217,7 +228,7 @@ class MeasuredProfile(ApplicationProfile):
         placements_path = folder / f"placements{suffix}.csv"
         scalability_path = folder / f"scalability{suffix}.csv"
         placements, lines = _read_table_lines(
-            placements_path, PLACEMENT_COLUMNS, positive=PLACEMENT_COLUMNS[:3]
+            placements_path, PLACEMENT_COLUMNS, PLACEMENT_COLUMNS[:3], legacy_floats
         )
         self._check_sync(placements_path, placements, lines)
         _check_ranges(placements_path, placements, lines)
@@ -226,7 +237,7 @@ class MeasuredProfile(ApplicationProfile):
         _check_unique(placements_path, placements, ("placement", "local_bsz"), lines)
         self.placements = self._with_placement_columns(placements_path, placements, lines)
         scalability, lines = _read_table_lines(
-            scalability_path, SCALABILITY_COLUMNS, positive=SCALABILITY_COLUMNS[:4]
+            scalability_path, SCALABILITY_COLUMNS, SCALABILITY_COLUMNS[:4], legacy_floats
         )
         self._check_sync(scalability_path, scalability, lines)
         _check_ranges(scalability_path, scalability, lines)
@@ -236,7 +247,7 @@ class MeasuredProfile(ApplicationProfile):
             scalability_path, scalability, ("num_nodes", "num_replicas", "local_bsz"), lines
         )
         self.scalability = scalability
-        self.batch_sizes, self.validation = self._read_validation(folder)
+        self.batch_sizes, self.validation = self._read_validation(folder, legacy_floats)
         self._scattered_memo: dict[tuple[int, int, float], NDArray] = {}  # (N, R, b) -> step, sync
         self._by_placement = _rows_by_placement(self.placements)
         stacked = {
@@ -291,7 +302,7 @@ class MeasuredProfile(ApplicationProfile):
         return frame
 
     @staticmethod
-    def _read_validation(folder: Path) -> tuple[NDArray, list[pd.DataFrame]]:
+    def _read_validation(folder: Path, legacy: bool) -> tuple[NDArray, list[pd.DataFrame]]:
         files = sorted(
             (int(m.group(1)), p)
             for p in folder.glob("validation-*.csv")
@@ -299,7 +310,7 @@ class MeasuredProfile(ApplicationProfile):
         )
         if not files:
             raise InputError(folder / "validation-<B>.csv", "file is missing (no validation files)")
-        read = [_read_table_lines(p, VALIDATION_COLUMNS) for _, p in files]
+        read = [_read_table_lines(p, VALIDATION_COLUMNS, (), legacy) for _, p in files]
         tables = [table for table, _ in read]
         for (_, path), (table, lines) in zip(files, read, strict=True):
             for column in ("grad_sqr", "grad_var", "iteration"):
@@ -419,10 +430,11 @@ def is_measurement_folder(path: Path) -> bool:
 
 
 def load_measured_profiles(
-    folder: str | Path, gpu_type: str | None = None
+    folder: str | Path, gpu_type: str | None = None, legacy_floats: bool = False
 ) -> dict[str, MeasuredProfile]:
     """Every application in a measurement folder, keyed by application name; with
-    ``gpu_type``, every application measured on that type."""
+    ``gpu_type``, every application measured on that type (``legacy_floats``: decimals read
+    as :mod:`~goodput_sim.profiles.legacy_floats` says)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "measurement folder does not exist")
@@ -436,7 +448,7 @@ def load_measured_profiles(
     if not apps:
         what = f"measured on GPU type {gpu_type!r}" if gpu_type else "sub-folders"
         raise InputError(folder, f"no application {what} found")
-    return {app.name: MeasuredProfile(app, gpu_type=gpu_type) for app in apps}
+    return {app.name: MeasuredProfile(app, None, gpu_type, legacy_floats) for app in apps}
 
 
 def measured_gpu_types(folder: str | Path) -> list[str]:

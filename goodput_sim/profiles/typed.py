@@ -139,16 +139,17 @@ def is_typed_measurement_folder(path: Path) -> bool:
 
 
 def load_typed_measured_profiles(
-    folder: str | Path, gpu_types: tuple[str, ...] | None = None
+    folder: str | Path, gpu_types: tuple[str, ...] | None = None, legacy_floats: bool = False
 ) -> dict[str, TypedProfile]:
     """Every application of a typed measurement folder (the Sia artifact's ``traces/``), with
-    the Sia restart delays and calibration factors."""
+    the Sia restart delays and calibration factors (``legacy_floats``: decimals read as
+    :mod:`~goodput_sim.profiles.legacy_floats` says)."""
     folder = Path(folder)
     types = gpu_types or tuple(measured_gpu_types(folder))
     out = {}
     for app in sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in PIPELINE_APPS):
         loaders = {
-            t: (lambda app=app, t=t: MeasuredProfile(app, gpu_type=t))
+            t: (lambda app=app, t=t: MeasuredProfile(app, None, t, legacy_floats))
             for t in types
             if (app / f"placements-{t}.csv").is_file()
         }

@@ -282,6 +282,9 @@ class Job:
     last_batch: int = 0  # total batch of the last configuration run
     slowdown: float = 0.0  # interference slowdown in force this interval
     stats_key: tuple | None = None  # (batch, epoch) of the gradient statistics last reported
+    # (batch, epoch) of the last stretch of training, where its statistics were measured (runs
+    # whose jobs know only measured statistics, as the Sia artifact's; None before it trains).
+    measured_at: tuple[int, int] | None = None
     plan: Plan | None = None  # engine cache of per-epoch rates for the current configuration
     # Failures and checkpoints (all zero while no node fails).
     failures: int = 0  # allocations ended by a node failure

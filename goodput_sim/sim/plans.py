@@ -41,19 +41,21 @@ class Planner:
 
     def replan(self, job: Job, hints: Mapping[str, Any], policy: Policy) -> None:
         """At an epoch boundary inside a round (beliefs fitted as the Sia artifact fits them):
-        if the job ran a configuration new to the belief its batch is chosen from, refit that
-        belief and re-choose the job's batch from here on, as that simulator's jobs do."""
+        refit the belief the job's batch is chosen from if it ran a configuration new to it,
+        and re-choose the job's batch from the statistics it has just measured, as that
+        simulator's jobs do at every epoch boundary."""
         typed = job.typed is not None and policy.type_aware and job.gpu_type is not None
         belief = job.type_beliefs[job.gpu_type] if typed else job.belief
-        if belief.stale:
-            belief.refresh()
-            self.ensure(job, hints.get(job.name), at_boundary=True)
+        belief.refresh()
+        self.ensure(job, hints.get(job.name), at_boundary=True)
 
     def ensure(self, job: Job, hint: Mapping[str, Any] | None, at_boundary: bool = False) -> None:
         """The job's per-epoch plan on its allocation, asking its agent when something the
         plan depends on changed (``at_boundary``: the job has just begun its epoch)."""
         belief = self.views.plan_belief(job)
         key = (self.agent.depends_on(belief), job.slowdown, hint_key(hint), job.gpu_type)
+        if self.measured_stats:  # re-chosen whenever the job has measured new statistics
+            key += (job.measured_at,)
         if job.plan is not None and job.plan.key == key:
             return
         profile = job.profile
@@ -67,6 +69,7 @@ class Planner:
         if agent_key is not None:  # everything the plan is computed from
             memo = (agent_key, hint_key(hint), profile, batch, job.epoch, job.layout)
             memo += (job.slowdown, job.work is None, at_boundary, job.work_in_steps)
+            memo += (job.measured_at,)
         arrays = self.memo.get(memo) if memo is not None else None
         if arrays is None:
             arrays = self._arrays(job, belief, hint, batch, at_boundary)
@@ -99,6 +102,12 @@ class Planner:
             first = max(job.epoch - 1, 0) if at_boundary else job.epoch
             measured = np.concatenate(([first], epochs[:-1]))
         sqr, var = profile.grad_stats(batch, measured)
+        if self.measured_stats and job.measured_at is not None:
+            # This epoch's choice reads the statistics measured last: in the stretch of
+            # training just ended (at an epoch boundary, in the epoch before; at a round, in
+            # the epoch it is in unless that stretch ended exactly on the boundary).
+            sqr, var = np.array(sqr, dtype=float), np.array(var, dtype=float)
+            sqr[0], var[0] = profile.grad_stats(*job.measured_at)
         limits = profile.limits
         if self.measured_stats:
             belief = placement_limits(belief, profile, job.placement)

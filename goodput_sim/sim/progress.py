@@ -74,6 +74,9 @@ def advance_job(
         available = end - t
         rate = plan.rate[k0]
         to_boundary = (thresholds[job.epoch + 1] - job.progress) / rate
+        if replan is not None:  # the statistics this stretch measures
+            batch = job.replicas * int(plan.local_bsz[k0]) * (int(plan.accum_steps[k0]) + 1)
+            job.measured_at = (batch, job.epoch)
         if to_boundary > available:
             # The common case, no epoch boundary in this interval: scalar arithmetic.
             _observe(job, plan, k0, 1)

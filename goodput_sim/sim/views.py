@@ -42,6 +42,8 @@ class Views:
         """The job measures its gradient statistics while it trains (SPEC 4.4); the scheduler
         receives the current values."""
         key = (job.total_batch or job.profile.limits.init_batch_size, job.epoch)
+        if job.measured_at is not None:  # known only where last measured (the Sia artifact's)
+            key = job.measured_at
         if key != job.stats_key:
             job.stats_key = key
             sqr, var = job.profile.grad_stats(*key)
