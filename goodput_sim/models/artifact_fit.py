@@ -29,6 +29,7 @@ from goodput_sim.models.throughput import (
 )
 
 TOLERANCE = 1e-5  # the artifact's solver tolerance
+_sum = np.add.reduce  # np.sum's pairwise summation, without its argument handling
 
 
 def artifact_fit(
@@ -182,11 +183,12 @@ class _ArtifactObjective:
         retro = np.where(inter, beta_n, np.where(intra, beta_r, 1e-8))
         t_net = link + retro * self.extra
         acc_pow, net_pow = np.power(t_acc, gamma), np.power(t_net, gamma)
-        log_sum = np.log(acc_pow + net_pow)
+        powers = acc_pow + net_pow
+        log_sum = np.log(powers)
         step_error = log_sum / gamma - self.log_step
         acc_error = np.log(t_acc) - self.log_accum
-        acc_mean = np.mean(np.power(acc_error, 2))
-        step_mean = np.mean(np.power(step_error, 2))
+        acc_mean = _sum(np.power(acc_error, 2)) / self.rows  # np.mean's sum and division
+        step_mean = _sum(np.power(step_error, 2)) / self.rows
         gamma_less = gamma - 1
         ratio_n, ratio_r = beta_n / alpha_n, beta_r / alpha_r
         value = (
@@ -203,11 +205,13 @@ class _ArtifactObjective:
         grad_beta_n = g_ratio_n / alpha_n
         grad_alpha_n = -g_ratio_n * beta_n / alpha_n**2
         grad_gamma = 1e-3 * 1.0 * 2 * gamma_less
-        g_step = np.full(self.rows, 1.0 * 0.5 * step_mean**-0.5) / self.rows * 2 * step_error
-        grad_gamma = grad_gamma + np.sum(-g_step * log_sum / gamma**2, axis=0)
-        g_sum = g_step / gamma / (acc_pow + net_pow)
+        # A mean's derivative spreads over the rows, then the square's doubles: scalars first,
+        # the same operations on every row as on arrays.
+        g_step = 1.0 * 0.5 * step_mean**-0.5 / self.rows * 2 * step_error
+        grad_gamma = grad_gamma + _sum(-g_step * log_sum / gamma**2)
+        g_sum = g_step / gamma / powers
         g_net = g_sum * gamma * np.power(t_net, gamma - 1)
-        grad_gamma = grad_gamma + np.sum(g_sum * np.log(t_net) * net_pow, axis=0)
+        grad_gamma = grad_gamma + _sum(g_sum * np.log(t_net) * net_pow)
         g_retro = self.extra * g_net
         for i in self.across:
             grad_beta_n = grad_beta_n + g_retro[i]
@@ -218,13 +222,13 @@ class _ArtifactObjective:
         for i in self.within:
             grad_alpha_r = grad_alpha_r + g_net[i]
         g_acc = g_sum * gamma * np.power(t_acc, gamma - 1)
-        grad_gamma = grad_gamma + np.sum(g_sum * np.log(t_acc) * acc_pow, axis=0)
-        g_acc_error = np.full(self.rows, 1.0 * 0.5 * acc_mean**-0.5) / self.rows * 2 * acc_error
+        grad_gamma = grad_gamma + _sum(g_sum * np.log(t_acc) * acc_pow)
+        g_acc_error = 1.0 * 0.5 * acc_mean**-0.5 / self.rows * 2 * acc_error
         g_acc = g_acc + g_acc_error / t_acc
         gradient = np.array(
             (
-                np.sum(g_acc, axis=0),
-                np.sum(self.local_bsz * g_acc, axis=0),
+                _sum(g_acc),
+                _sum(self.local_bsz * g_acc),
                 grad_alpha_n,
                 grad_beta_n,
                 grad_alpha_r,
