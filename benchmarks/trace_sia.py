@@ -18,6 +18,11 @@ Commands:
         # runs sia made to follow the reference's allocations; prints the rounds where sia's
         # own choice differs, and whether each is a tie (equal values) in sia's program
 
+    python benchmarks/trace_sia.py programs --reference-programs programs.json \\
+        --workload W.csv --profiles TRACES [--param solver=cbc]
+        # the first round whose program differs from the reference's (recorded by
+        # benchmarks/sia_reference_hook.py): a belief's parameters or statistics, a value A
+
     python benchmarks/trace_sia.py jobs --reference-jobs sia-philly-workload-1.csv \\
         --workload W.csv ... [--scatter out.png] [--seeds 0,1,2 --param ties=random]
         # job-level agreement (average ratio, median error, share within 10%, restarts and
@@ -101,6 +106,27 @@ def replay(args) -> None:
         print(differ.head(args.show).to_string(index=False))
 
 
+def programs(args) -> None:
+    from goodput_sim.experiments.sia_programs import (
+        first_difference,
+        read_reference_programs,
+        record_programs,
+    )
+
+    theirs = read_reference_programs(args.reference_programs)
+    ours = record_programs(
+        args.workload, args.profiles, args.cluster, _params(args.param), len(theirs)
+    )
+    found = first_difference(ours, theirs)
+    if found is None:
+        print(f"the first {min(len(ours), len(theirs))} programs agree")
+        return
+    k, differences = found
+    print(f"round {k + 1} (of those solving a program) differs:")
+    for line in differences[: args.show]:
+        print(f"  {line}")
+
+
 def jobs(args) -> None:
     theirs = _reference_jobs(args)
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [None]
@@ -130,7 +156,8 @@ def jobs(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, func in (("compare", compare), ("replay", replay), ("jobs", jobs)):
+    commands = (("compare", compare), ("replay", replay), ("programs", programs), ("jobs", jobs))
+    for name, func in commands:
         p = sub.add_parser(name)
         p.set_defaults(func=func)
         p.add_argument("--workload", required=True)
@@ -148,8 +175,10 @@ def main() -> None:
             p.add_argument("--reference-trace", help="allocation trace CSV")
         if name == "compare":
             p.add_argument("--out-trace", help="write our allocation trace (CSV)")
-        if name == "replay":
+        if name in ("replay", "programs"):
             p.add_argument("--show", type=int, default=20)
+        if name == "programs":
+            p.add_argument("--reference-programs", required=True, help="sia_reference_hook.py's")
     args = parser.parse_args()
     args.func(args)
 
