@@ -150,6 +150,9 @@ def cases() -> dict[str, Callable[[], api.SimResult]]:
     out["sia-busy/gavel"] = run("sia-busy", "gavel")
     out["sia-busy/sia"] = run("sia-busy", "sia")  # the Sia reference's choices, and today's
     out["sia-busy/sia/today"] = run("sia-busy", "sia", params=SIA_TODAY)
+    out["sia-busy/sia/pricing_precision=double"] = run(
+        "sia-busy", "sia", params={"pricing_precision": "double"}
+    )
     for name, value in (("objective", "max_min_fairness"), ("leftover", False)):
         out[f"sia-busy/gavel/{name}={value}"] = run("sia-busy", "gavel", params={name: value})
     for dynamics, config in DYNAMICS.items():

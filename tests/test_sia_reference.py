@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from goodput_sim.experiments.validate import JOB_LEVEL_BARS, run_job_level
 from goodput_sim.models.goodput import GoodputModel
@@ -184,3 +186,25 @@ def test_jobs_rechoose_their_batch_from_what_they_measured(sia_reference):
     with pytest.raises(_Enough):
         sim.run()
     assert seen == wanted
+
+
+@given(
+    st.lists(
+        st.sampled_from([1, 2, 4, 8, 12, 16, 24, 32, 64]), min_size=1, max_size=8, unique=True
+    ),
+    st.sampled_from([8, 16, 20, 32, 64, 128]),
+    st.sampled_from([1, 2, 4, 8, 16, 32]),
+    st.sampled_from([16, 32, 57, 64, 80, 512]),
+    st.sampled_from([64, 128, 320, 512, 4096]),
+)
+def test_both_precisions_price_the_grids_ends_alike(replicas, init, min_local, max_local, cap):
+    """Single precision moves only a grid's inner points: its first and last candidates (at
+    max(M0, b_min R) and at the cap) are the same per-GPU batch and accumulation either way."""
+    from goodput_sim.models.goodput import candidate_configs
+
+    replicas = np.array(sorted(replicas), dtype=float)
+    cap = max(cap, init)
+    single = candidate_configs(replicas, init, cap, min_local, max_local, single_precision=True)
+    double = candidate_configs(replicas, init, cap, min_local, max_local)
+    for a, b in zip(single, double, strict=True):
+        np.testing.assert_array_equal(a[:, [0, -1]], b[:, [0, -1]])

@@ -231,9 +231,11 @@ def candidate_configs(
     single_precision: bool = False,
 ) -> tuple[NDArray, NDArray]:
     """(b, s) grids for ``count`` total batches from max(M0, b_min*R) to the maximum, geometric
-    (``single_precision``: the :data:`CANDIDATES` of :func:`_single_precision_candidates`)."""
+    (``single_precision``: computed as :func:`_single_precision_candidates` says)."""
     if single_precision:
-        return _single_precision_candidates(replicas, init_batch, max_batch, min_local, max_local)
+        return _single_precision_candidates(
+            replicas, init_batch, max_batch, min_local, max_local, count
+        )
     r = replicas[:, None]
     low = np.maximum(init_batch, min_local * replicas)
     fraction = _FRACTIONS if count == CANDIDATES else np.linspace(0.0, 1.0, count)[None, :]
@@ -247,7 +249,12 @@ def candidate_configs(
 
 
 def _single_precision_candidates(
-    replicas: NDArray, init_batch: float, max_batch: float, min_local: float, max_local: float
+    replicas: NDArray,
+    init_batch: float,
+    max_batch: float,
+    min_local: float,
+    max_local: float,
+    count: int,
 ) -> tuple[NDArray, NDArray]:
     """:func:`candidate_configs` as the Sia reference prices configurations (Sia SPEC 4.1): it
     passes the GPU counts in single precision, so its geometric grid of batches, the per-GPU
@@ -262,11 +269,11 @@ def _single_precision_candidates(
     stop = f32(max_batch)
     log_start, log_stop = np.log10(start), np.log10(np.full(1, stop))
     # linspace(log_start, log_stop, count) in single precision, then 10 ** y in double
-    steps = np.arange(CANDIDATES, dtype=f32).reshape(-1, 1)
+    steps = np.arange(count, dtype=f32).reshape(-1, 1)
     delta = log_stop - log_start
-    step = delta / f32(CANDIDATES - 1)
+    step = delta / f32(count - 1)
     vanishing = (step == 0).any()  # numpy's path for steps that vanish, taken for every pair
-    y = steps / f32(CANDIDATES - 1) * delta if vanishing else steps * step
+    y = steps / f32(count - 1) * delta if vanishing else steps * step
     y = y + log_start
     y[-1] = log_stop
     batch = np.power(np.full(1, 10.0), y).astype(f32)

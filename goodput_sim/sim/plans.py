@@ -47,11 +47,11 @@ class Planner:
         typed = job.typed is not None and policy.type_aware and job.gpu_type is not None
         belief = job.type_beliefs[job.gpu_type] if typed else job.belief
         belief.refresh()
-        self.ensure(job, hints.get(job.name), at_boundary=True)
+        self.ensure(job, hints.get(job.name))
 
-    def ensure(self, job: Job, hint: Mapping[str, Any] | None, at_boundary: bool = False) -> None:
+    def ensure(self, job: Job, hint: Mapping[str, Any] | None) -> None:
         """The job's per-epoch plan on its allocation, asking its agent when something the
-        plan depends on changed (``at_boundary``: the job has just begun its epoch)."""
+        plan depends on changed."""
         belief = self.views.plan_belief(job)
         key = (self.agent.depends_on(belief), job.slowdown, hint_key(hint), job.gpu_type)
         if self.measured_stats:  # re-chosen whenever the job has measured new statistics
@@ -68,11 +68,10 @@ class Planner:
         memo = None
         if agent_key is not None:  # everything the plan is computed from
             memo = (agent_key, hint_key(hint), profile, batch, job.epoch, job.layout)
-            memo += (job.slowdown, job.work is None, at_boundary, job.work_in_steps)
-            memo += (job.measured_at,)
+            memo += (job.slowdown, job.work is None, job.work_in_steps, job.measured_at)
         arrays = self.memo.get(memo) if memo is not None else None
         if arrays is None:
-            arrays = self._arrays(job, belief, hint, batch, at_boundary)
+            arrays = self._arrays(job, belief, hint, batch)
             if memo is not None:
                 self.memo[memo] = arrays
                 if len(self.memo) > PLAN_MEMO_SIZE:
@@ -88,7 +87,6 @@ class Planner:
         belief: BeliefView,
         hint: Mapping[str, Any] | None,
         batch: int,
-        at_boundary: bool = False,
     ) -> tuple[NDArray, ...]:
         """A plan's per-epoch arrays (read-only: equal inputs share them): per-GPU batch,
         accumulation, progress rate, step and sync seconds, examples per second."""
@@ -99,13 +97,13 @@ class Planner:
         # need not change with the belief's current statistics).
         measured = epochs
         if self.measured_stats:  # each epoch's batch from the statistics of the one before
-            first = max(job.epoch - 1, 0) if at_boundary else job.epoch
-            measured = np.concatenate(([first], epochs[:-1]))
+            measured = np.concatenate(([job.epoch], epochs[:-1]))
         sqr, var = profile.grad_stats(batch, measured)
         if self.measured_stats and job.measured_at is not None:
             # This epoch's choice reads the statistics measured last: in the stretch of
             # training just ended (at an epoch boundary, in the epoch before; at a round, in
-            # the epoch it is in unless that stretch ended exactly on the boundary).
+            # the epoch it is in unless that stretch ended exactly on the boundary). A job
+            # that has not trained yet has measured nothing: the epoch's own, at its batch.
             sqr, var = np.array(sqr, dtype=float), np.array(var, dtype=float)
             sqr[0], var[0] = profile.grad_stats(*job.measured_at)
         limits = profile.limits
