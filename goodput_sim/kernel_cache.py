@@ -1,8 +1,9 @@
 """The compiled kernels' cache: where numba keeps it, and compiling it once.
 
-The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`) and the throughput fit's
-(:mod:`goodput_sim.models.fit_kernels`) are compiled by numba and cached on disk
-(``njit(cache=True)``): about 15 s of CPU the first time, a third of a second to load after.
+The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`) and the throughput fits'
+(:mod:`goodput_sim.models.fit_kernels`, :mod:`goodput_sim.models.artifact_kernels`) are
+compiled by numba and cached on disk (``njit(cache=True)``): about 15 s of CPU the first time,
+a third of a second to load after.
 :func:`warm` compiles every signature the simulator calls them with, once; ``make install``
 runs it (``python -m goodput_sim.kernel_cache``), and commands that start worker processes run
 it in the parent first, so the workers load the kernels instead of each compiling them.
@@ -26,6 +27,7 @@ def signatures() -> dict:
     """Each kernel's argument types, as the simulator calls it, by dispatcher."""
     from numba import types as t
 
+    from goodput_sim.models import artifact_kernels as artifact
     from goodput_sim.models import fit_kernels as fit
     from goodput_sim.policies import kernels
 
@@ -43,6 +45,9 @@ def signatures() -> dict:
         fit.log_errors: [(f1, f1, f8, f8, f1)],
         fit.normal_equations: [(f2f, f1), (f2, f1)],
         fit.sync_terms: [(f1, bsz, b1d, b1d, f1, f8) for bsz in (f1, fa)],
+        artifact.step_pieces: [(f1, f1, b1d, b1d, f1)],
+        artifact.log_errors: [(f1, f1, f1, f1, f8)],
+        artifact.gradient: [(f1, f1, f8, f8, f8, f8, *(f1,) * 11, i1, i1, f1)],
     }
 
 

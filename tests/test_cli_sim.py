@@ -41,7 +41,8 @@ def small_csv(tmp_path: Path) -> Path:
 def test_run_writes_a_results_folder(small_csv, tmp_path):
     out = tmp_path / "out"
     result = invoke(
-        "run", "--policy", "fifo", "--workload", small_csv, "--cluster", "2x4", "--out", out
+        "run", "--policy", "fifo", "--workload", small_csv, "--cluster", "2x4", "--out", out,
+        "--plot",
     )
     assert result.exit_code == 0, result.output
     assert "3/3 jobs finished" in result.output
@@ -72,11 +73,13 @@ def test_run_writes_a_results_folder(small_csv, tmp_path):
 
 
 def test_run_without_the_plot_writes_the_same_tables(small_csv, tmp_path):
-    plotted, bare = tmp_path / "plotted", tmp_path / "bare"
-    for out, flag in ((plotted, "--plot"), (bare, "--no-plot")):
-        result = invoke("run", "--policy", "fifo", "--workload", small_csv, "--out", out, flag)
+    """The figure is drawn on request (--plot); by default, as with --no-plot, it is not."""
+    plotted, bare, default = tmp_path / "plotted", tmp_path / "bare", tmp_path / "default"
+    for out, flag in ((plotted, ("--plot",)), (bare, ("--no-plot",)), (default, ())):
+        result = invoke("run", "--policy", "fifo", "--workload", small_csv, "--out", out, *flag)
         assert result.exit_code == 0, result.output
     assert (plotted / "jct_cdf.png").is_file() and not (bare / "jct_cdf.png").exists()
+    assert not (default / "jct_cdf.png").exists()
     for name in ("jobs.csv", "rounds.csv"):
         assert (plotted / name).read_bytes() == (bare / name).read_bytes()
 

@@ -91,13 +91,14 @@ def test_user_cache_folder_is_the_temporary_one_when_home_is_not_writable(tmp_pa
     assert (folder.parent.stat().st_mode & 0o777) == 0o700
 
 
-@pytest.mark.parametrize("policy", ["goodput", "throughput"])
+@pytest.mark.parametrize("policy", ["goodput", "throughput", "sia"])
 def test_install_step_covers_the_signatures_a_run_uses(policy):
     """A run calls the kernels only with signatures ``warm`` compiles, so after the install
-    step no run compiles."""
+    step no run compiles (sia: its artifact fit's kernels)."""
     from goodput_sim.api import run
 
-    run(policy, horizon=4 * 3600)
+    params = {"fit": "artifact"} if policy == "sia" else None
+    run(policy, horizon=4 * 3600, params=params)
     for dispatcher, sigs in kernel_cache.signatures().items():
         used = set(dispatcher.signatures)
         assert used <= set(sigs), (dispatcher.__name__, used - set(sigs))

@@ -6,8 +6,14 @@ stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+# A command runs on one BLAS thread (goodput_sim.sim.threads), but OpenBLAS starts a thread per
+# core when numpy loads, and they spin: a tenth to a third of a second of CPU per command. Said
+# before numpy loads, unless the user said otherwise; workers started by a command inherit it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
 
@@ -74,7 +80,6 @@ def _exit(code) -> None:
     """End the process with ``code``: skipping the interpreter's teardown (a third of a second
     after a run) once stdout and stderr are flushed, when no other thread or child process runs;
     else the ordinary way."""
-    import os
     import threading
 
     children = "multiprocessing" in sys.modules and sys.modules["multiprocessing"].active_children()

@@ -292,9 +292,10 @@ _quiet_option = click.option(
 @_quiet_option
 @click.option(
     "--plot/--no-plot",
-    default=True,
+    default=False,
     show_default=True,
-    help="Write the JCT CDF (jct_cdf.png); plotting loads matplotlib, a second on a short run.",
+    help="Also draw the JCT CDF (jct_cdf.png); plotting loads matplotlib, about a second of "
+    "CPU, more than a short run itself (`goodput-sim plot` draws it later).",
 )
 def run_cmd(
     policy: str | None,

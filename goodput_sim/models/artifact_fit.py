@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from goodput_sim.models import artifact_kernels as kernels
 from goodput_sim.models.throughput import (
     _INITIAL,
     _LOWER,
@@ -162,33 +163,32 @@ class _ArtifactObjective:
     differentiation of the formula, bit for bit."""
 
     def __init__(self, nodes, replicas, local_bsz, accum_time, step_time):
-        self.local_bsz = local_bsz
-        self.inter = nodes > 1  # the slowest link: across nodes, else within one, else none
-        self.intra = ~self.inter & (replicas > 1)
+        self.local_bsz = np.ascontiguousarray(local_bsz, dtype=np.float64)
+        self.inter = np.ascontiguousarray(nodes > 1)  # the slowest link: across nodes, else
+        self.intra = ~self.inter & (replicas > 1)  # within one, else none
         self.extra = np.maximum(replicas - 2, 1e-8)  # rounds of the ring beyond two
         self.log_accum = np.log(accum_time)
         self.log_step = np.log(step_time)
         self.rows = len(local_bsz)
         # Observations whose network time reads alpha_n, beta_n (across) or alpha_r, beta_r
         # (within), last first: the order their gradients are summed in.
-        self.across = np.flatnonzero(self.inter)[::-1].tolist()
-        self.within = np.flatnonzero(self.intra)[::-1].tolist()
+        self.across = np.flatnonzero(self.inter)[::-1].copy()
+        self.within = np.flatnonzero(self.intra)[::-1].copy()
 
     def __call__(self, x):
+        """(value, gradient) at ``x``: the arithmetic compiled
+        (:mod:`~goodput_sim.models.artifact_kernels`), ``log``, ``power`` and the scalar
+        powers in numpy."""
         alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x
-        inter, intra = self.inter, self.intra
         # Forward.
-        t_acc = alpha_c + beta_c * self.local_bsz
-        link = np.where(inter, alpha_n, np.where(intra, alpha_r, 1e-8))
-        retro = np.where(inter, beta_n, np.where(intra, beta_r, 1e-8))
-        t_net = link + retro * self.extra
+        t_acc, t_net = kernels.step_pieces(x, self.local_bsz, self.inter, self.intra, self.extra)
         acc_pow, net_pow = np.power(t_acc, gamma), np.power(t_net, gamma)
         powers = acc_pow + net_pow
-        log_sum = np.log(powers)
-        step_error = log_sum / gamma - self.log_step
-        acc_error = np.log(t_acc) - self.log_accum
-        acc_mean = _sum(np.power(acc_error, 2)) / self.rows  # np.mean's sum and division
-        step_mean = _sum(np.power(step_error, 2)) / self.rows
+        log_sum, log_acc = np.log(powers), np.log(t_acc)
+        step_error, acc_error, acc_mean, step_mean = kernels.log_errors(
+            log_sum, log_acc, self.log_step, self.log_accum, gamma
+        )
+        acc_mean, step_mean = np.float64(acc_mean), np.float64(step_mean)
         gamma_less = gamma - 1
         ratio_n, ratio_r = beta_n / alpha_n, beta_r / alpha_r
         value = (
@@ -197,43 +197,40 @@ class _ArtifactObjective:
             + 1e-3 * np.power(gamma_less, 2)
             + 1e-2 * (np.power(ratio_n, 2) + np.power(ratio_r, 2))
         )
-        # Backward, from the last operation to the first.
+        # Backward, from the last operation to the first: the priors' parts, then (compiled)
+        # the step-time terms' and the accumulation-time terms'. A mean's derivative spreads
+        # over the rows, then the square's doubles: scalars first, then per row.
         g_ratio = 1e-2 * 1.0 * 2
         g_ratio_r, g_ratio_n = g_ratio * ratio_r, g_ratio * ratio_n
-        grad_beta_r = g_ratio_r / alpha_r
-        grad_alpha_r = -g_ratio_r * beta_r / alpha_r**2
-        grad_beta_n = g_ratio_n / alpha_n
-        grad_alpha_n = -g_ratio_n * beta_n / alpha_n**2
-        grad_gamma = 1e-3 * 1.0 * 2 * gamma_less
-        # A mean's derivative spreads over the rows, then the square's doubles: scalars first,
-        # the same operations on every row as on arrays.
-        g_step = 1.0 * 0.5 * step_mean**-0.5 / self.rows * 2 * step_error
-        grad_gamma = grad_gamma + _sum(-g_step * log_sum / gamma**2)
-        g_sum = g_step / gamma / powers
-        g_net = g_sum * gamma * np.power(t_net, gamma - 1)
-        grad_gamma = grad_gamma + _sum(g_sum * np.log(t_net) * net_pow)
-        g_retro = self.extra * g_net
-        for i in self.across:
-            grad_beta_n = grad_beta_n + g_retro[i]
-        for i in self.within:
-            grad_beta_r = grad_beta_r + g_retro[i]
-        for i in self.across:
-            grad_alpha_n = grad_alpha_n + g_net[i]
-        for i in self.within:
-            grad_alpha_r = grad_alpha_r + g_net[i]
-        g_acc = g_sum * gamma * np.power(t_acc, gamma - 1)
-        grad_gamma = grad_gamma + _sum(g_sum * np.log(t_acc) * acc_pow)
-        g_acc_error = 1.0 * 0.5 * acc_mean**-0.5 / self.rows * 2 * acc_error
-        g_acc = g_acc + g_acc_error / t_acc
-        gradient = np.array(
+        priors = np.array(
             (
-                _sum(g_acc),
-                _sum(self.local_bsz * g_acc),
-                grad_alpha_n,
-                grad_beta_n,
-                grad_alpha_r,
-                grad_beta_r,
-                grad_gamma,
+                -g_ratio_n * beta_n / alpha_n**2,
+                g_ratio_n / alpha_n,
+                -g_ratio_r * beta_r / alpha_r**2,
+                g_ratio_r / alpha_r,
+                1e-3 * 1.0 * 2 * gamma_less,
             )
+        )
+        gradient = kernels.gradient(
+            step_error,
+            acc_error,
+            1.0 * 0.5 * step_mean**-0.5 / self.rows * 2,
+            1.0 * 0.5 * acc_mean**-0.5 / self.rows * 2,
+            gamma,
+            gamma**2,
+            powers,
+            log_sum,
+            t_acc,
+            acc_pow,
+            log_acc,
+            np.power(t_acc, gamma - 1),
+            net_pow,
+            np.log(t_net),
+            np.power(t_net, gamma - 1),
+            self.extra,
+            self.local_bsz,
+            self.across,
+            self.within,
+            priors,
         )
         return value, gradient

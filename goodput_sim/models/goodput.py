@@ -120,7 +120,12 @@ class GoodputModel:
                 return BatchChoice(
                     unique.goodput[inverse], unique.local_bsz[inverse], unique.accum_steps[inverse]
                 )
-        return self.choose(self.config_grid(nodes, replicas), statistical, grad_sqr, grad_var)
+        if nodes.size <= _SHARED_PAIRS:
+            key = without_statistics(self)
+            grid = _shared_grid(key, tuple(nodes.tolist()), tuple(replicas.tolist()))
+        else:
+            grid = self.config_grid(nodes, replicas)
+        return self.choose(grid, statistical, grad_sqr, grad_var)
 
     def config_grid(self, nodes: ArrayLike, replicas: ArrayLike) -> ConfigGrid:
         """The candidate configurations of each (nodes, replicas) pair, with their step times:
@@ -202,6 +207,24 @@ class GoodputModel:
             nodes = np.broadcast_to(np.asarray(nodes, dtype=np.float64), replicas.shape)
             out[some] = self.optimize(nodes[some], replicas[some]).goodput / base_goodput
         return out
+
+
+def frozen_grid(
+    model: GoodputModel, nodes: tuple[float, ...], replicas: tuple[float, ...]
+) -> ConfigGrid:
+    """``model.config_grid`` of these pairs, read-only, to be memoised by its arguments (a
+    model without statistics): a job whose fit stays while its statistics change (sia's jobs
+    re-choose their batch at every round and epoch boundary) prices the same grid again."""
+    grid = model.config_grid(np.array(nodes, dtype=float), np.array(replicas, dtype=float))
+    for array in (grid.replicas, grid.local_bsz, grid.accum, grid.total, grid.t_iter):
+        array.flags.writeable = False
+    if grid.outside is not None:
+        grid.outside.flags.writeable = False
+    return grid
+
+
+_SHARED_PAIRS = 4  # optimize shares the grids of this many pairs or fewer (a job's plan: one)
+_shared_grid = functools.lru_cache(maxsize=4096)(frozen_grid)
 
 
 def without_statistics(model: GoodputModel) -> GoodputModel:

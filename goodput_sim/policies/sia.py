@@ -35,12 +35,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from goodput_sim.inputs.cluster import ClusterSpec, type_nodes
+from goodput_sim.models.goodput import frozen_grid, without_statistics
 from goodput_sim.models.restart import restart_factor
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, JobView, Policy, Snapshot, register
 
 EPSILON = 1e-4  # the value of a configuration nothing is known about ("zero-allocation gain")
 CLIP = 3000.0
+GRID_MEMO = 512  # candidate grids kept (tens of kilobytes each)
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,10 @@ class Sia(Policy):
         # Memoised per policy (one per simulation) by everything the values are computed from:
         # jobs whose beliefs are equal (one application, the same fits and statistics) and a
         # type's values projected onto another's shapes share them.
-        self._goodputs_at = functools.lru_cache(maxsize=16384)(_best_goodputs_at)
+        self._goodputs_at = functools.lru_cache(maxsize=16384)(self._best_goodputs_at)
+        # Candidate grids by belief without statistics and shapes: a job's statistics change
+        # every epoch, its fit only at a new configuration.
+        self._grids = functools.lru_cache(maxsize=GRID_MEMO)(frozen_grid)
         self._tie_rng = np.random.default_rng(self.values["tie_seed"])
 
     @property
@@ -349,6 +354,14 @@ class Sia(Policy):
             cap = model.max_batch_size if cap is None else cap
             model = dataclasses.replace(model, max_batch_size=cap, single_precision=single)
         return self._goodputs_at(model, tuple(nodes.tolist()), tuple(gpus.tolist()))
+
+    def _best_goodputs_at(self, model, nodes: tuple[int, ...], gpus: tuple[int, ...]) -> NDArray:
+        """``model``'s best goodput at each (nodes, GPUs) shape (read-only), as
+        ``model.optimize`` finds it, on a shared grid."""
+        grid = self._grids(without_statistics(model), nodes, gpus)
+        values = np.array(model.choose(grid, True).goodput, dtype=float)
+        values.flags.writeable = False
+        return values
 
     def _allowed(
         self, job: JobView, configs: list[Config], cluster: ClusterSpec
@@ -564,8 +577,3 @@ def _shape(job: JobView, cluster: ClusterSpec) -> Config | None:
     return Config(gpu_type, len(used), int(job.allocation.sum()))
 
 
-def _best_goodputs_at(model, nodes: tuple[int, ...], gpus: tuple[int, ...]) -> NDArray:
-    """``model``'s best goodput at each (nodes, GPUs) shape (read-only)."""
-    values = np.array(model.optimize(np.array(nodes), np.array(gpus), True).goodput, dtype=float)
-    values.flags.writeable = False
-    return values

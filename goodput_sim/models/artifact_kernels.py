@@ -1,0 +1,139 @@
+"""Compiled arithmetic of the Sia artifact's fit objective
+(:class:`~goodput_sim.models.artifact_fit._ArtifactObjective`): its step-time pieces, errors and
+gradient at a point.
+
+A fit evaluates the objective about 40 times on a handful of observations, so an evaluation's
+time was that of some 45 numpy calls, not arithmetic. These kernels do the same IEEE operations
+in the same order as those calls (no fast-math; sums in numpy's pairwise order, added to zero
+as ``np.add.reduce`` adds them), so value and gradient keep their bits; the tests compare them
+with automatic differentiation. The transcendental parts (``log``, ``power``) and the scalar
+powers stay in numpy, whose routines round as the reference's do.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from goodput_sim.models.fit_kernels import _pairwise_sum
+from goodput_sim.numba_cache import use_writable_cache
+
+use_writable_cache()  # a read-only installation caches elsewhere
+# IEEE results (inf, NaN) rather than Python's ZeroDivisionError, as numpy gives them.
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+
+@_jit
+def _sum(values):
+    """``np.add.reduce(values)``: numpy's pairwise sum, added to zero."""
+    return 0.0 + _pairwise_sum(values, values.shape[0])
+
+
+@_jit
+def step_pieces(theta, local_bsz, inter, intra, extra):
+    """Per observation, T_acc = alpha_c + beta_c b and T_net = alpha + beta (replicas - 2) with
+    the slowest link's pair (across nodes, within one, else 1e-8 each)."""
+    rows = local_bsz.shape[0]
+    t_acc, t_net = np.empty(rows), np.empty(rows)
+    for i in range(rows):
+        t_acc[i] = theta[0] + theta[1] * local_bsz[i]
+        if inter[i]:
+            link, retro = theta[2], theta[3]
+        elif intra[i]:
+            link, retro = theta[4], theta[5]
+        else:
+            link, retro = 1e-8, 1e-8
+        t_net[i] = link + retro * extra[i]
+    return t_acc, t_net
+
+
+@_jit
+def log_errors(log_sum, log_acc, log_step, log_accum, gamma):
+    """The step-time and accumulation-time log errors and their mean squares."""
+    rows = log_sum.shape[0]
+    step_error, acc_error, squares = np.empty(rows), np.empty(rows), np.empty(rows)
+    for i in range(rows):
+        step_error[i] = log_sum[i] / gamma - log_step[i]
+        acc_error[i] = log_acc[i] - log_accum[i]
+    for i in range(rows):
+        squares[i] = acc_error[i] * acc_error[i]
+    acc_mean = _sum(squares) / rows
+    for i in range(rows):
+        squares[i] = step_error[i] * step_error[i]
+    step_mean = _sum(squares) / rows
+    return step_error, acc_error, acc_mean, step_mean
+
+
+@_jit
+def gradient(
+    step_error,
+    acc_error,
+    step_scale,
+    acc_scale,
+    gamma,
+    gamma_sq,
+    powers,
+    log_sum,
+    t_acc,
+    acc_pow,
+    log_acc,
+    acc_pow_less,
+    net_pow,
+    log_net,
+    net_pow_less,
+    extra,
+    local_bsz,
+    across,
+    within,
+    priors,
+):
+    """The objective's gradient from its last operation to its first (reverse mode), starting
+    from the priors' parts ``priors`` (alpha_n, beta_n, alpha_r, beta_r, gamma); ``*_pow_less``
+    are the times to the power gamma - 1, ``step_scale``/``acc_scale`` the derivative of each
+    root mean square per unit error."""
+    rows = step_error.shape[0]
+    g_step, g_sum, g_net = np.empty(rows), np.empty(rows), np.empty(rows)
+    g_acc, terms = np.empty(rows), np.empty(rows)
+    grad_alpha_n, grad_beta_n, grad_alpha_r, grad_beta_r, grad_gamma = (
+        priors[0],
+        priors[1],
+        priors[2],
+        priors[3],
+        priors[4],
+    )
+    for i in range(rows):
+        g_step[i] = step_scale * step_error[i]
+        terms[i] = -g_step[i] * log_sum[i] / gamma_sq
+    grad_gamma = grad_gamma + _sum(terms)
+    for i in range(rows):
+        g_sum[i] = g_step[i] / gamma / powers[i]
+        g_net[i] = g_sum[i] * gamma * net_pow_less[i]
+        terms[i] = g_sum[i] * log_net[i] * net_pow[i]
+    grad_gamma = grad_gamma + _sum(terms)
+    for i in across:
+        grad_beta_n = grad_beta_n + extra[i] * g_net[i]
+    for i in within:
+        grad_beta_r = grad_beta_r + extra[i] * g_net[i]
+    for i in across:
+        grad_alpha_n = grad_alpha_n + g_net[i]
+    for i in within:
+        grad_alpha_r = grad_alpha_r + g_net[i]
+    for i in range(rows):
+        g_acc[i] = g_sum[i] * gamma * acc_pow_less[i]
+        terms[i] = g_sum[i] * log_acc[i] * acc_pow[i]
+    grad_gamma = grad_gamma + _sum(terms)
+    for i in range(rows):
+        g_acc[i] = g_acc[i] + acc_scale * acc_error[i] / t_acc[i]
+    out = np.empty(7)
+    out[0] = _sum(g_acc)
+    for i in range(rows):
+        terms[i] = local_bsz[i] * g_acc[i]
+    out[1] = _sum(terms)
+    out[2], out[3], out[4], out[5], out[6] = (
+        grad_alpha_n,
+        grad_beta_n,
+        grad_alpha_r,
+        grad_beta_r,
+        grad_gamma,
+    )
+    return out
