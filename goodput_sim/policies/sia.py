@@ -216,6 +216,9 @@ class Sia(Policy):
             raise InputError(
                 "--param", "sia solver=cbc needs CVXPY with CBC: pip install 'goodput-sim[cbc]'"
             )
+        from goodput_sim.kernel_cache import warm
+
+        warm(load=False)  # the fits' kernels: compiled once, with a note on stderr, if not yet
         self._previous: dict[str, Config] = {}
         # Memoised per policy (one per simulation) by everything the values are computed from:
         # jobs whose beliefs are equal (one application, the same fits and statistics) and a
