@@ -60,7 +60,12 @@ class JobView:
 
     @property
     def replicas(self) -> int:
-        return int(self.allocation.sum())
+        """GPUs the job holds (counted once: policies ask for it many times a round)."""
+        count = self.__dict__.get("_replicas")
+        if count is None:
+            count = int(self.allocation.sum())
+            object.__setattr__(self, "_replicas", count)
+        return count
 
 
 @dataclass(frozen=True)

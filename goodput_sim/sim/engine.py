@@ -263,7 +263,8 @@ class Simulation:
         refresh = refresh or any(d.reads_beliefs for d in self.dynamics)
         typed_refresh = self.book.typed and self.policy.type_aware
         for job in active:
-            views.update_grad_stats(job)
+            if refresh or typed_refresh:  # nobody reads the statistics otherwise
+                views.update_grad_stats(job)
             if refresh:
                 job.belief.refresh()
             if typed_refresh:
@@ -319,7 +320,7 @@ class Simulation:
         )
         for job in active:
             row = rows[job.name]
-            if np.array_equal(row, job.allocation):
+            if (row == job.allocation).all():  # validated rows have the allocation's shape
                 continue
             if free_moves and job.same_shape(row, self.cluster.node_type_index):
                 job.move(row, orders.get(job.name))

@@ -45,11 +45,13 @@ def epoch_crossing(job: Job, plan: Plan, seconds: float) -> tuple[int, NDArray, 
     the number of remaining epochs means the job finishes within ``seconds``."""
     thresholds = job.thresholds
     rates = plan.rate[job.epoch - plan.first_epoch :]
-    segments = np.diff(thresholds[job.epoch :])
+    # np.diff, np.cumsum and np.searchsorted without their wrappers' argument handling (the
+    # same operations): this runs at every epoch boundary of every job.
+    segments = thresholds[job.epoch + 1 :] - thresholds[job.epoch : -1]
     segments[0] = thresholds[job.epoch + 1] - job.progress
     durations = segments / rates
-    cumulative = np.cumsum(durations)
-    return int(np.searchsorted(cumulative, seconds, side="right")), durations, cumulative
+    cumulative = np.add.accumulate(durations)
+    return int(cumulative.searchsorted(seconds, side="right")), durations, cumulative
 
 
 def advance_job(
@@ -129,7 +131,7 @@ def _cross_epochs(job: Job, plan: Plan, k0: int, t: float, available: float) -> 
     remaining = len(durations)
     _observe(job, plan, k0, min(crossed + 1, remaining))
     samples = plan.samples[k0:]
-    job.examples += float(np.sum(durations[:crossed] * samples[:crossed]))
+    job.examples += float(np.add.reduce(durations[:crossed] * samples[:crossed]))
     if job.step_log is not None:
         for k in range(crossed):
             _log_steps(job, plan, k0 + k, job.epoch + k, float(durations[k]))
