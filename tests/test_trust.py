@@ -168,6 +168,31 @@ def test_views_refuse_writes_from_policies(typed_profiles, sia_slice):
     assert len(outcomes) > 10 and set(outcomes) == {"refused"}
 
 
+def test_views_are_made_with_every_field_and_stay_frozen(typed_profiles, sia_slice):
+    """The engine makes views without the dataclass's own ``__init__`` (for speed): each has
+    every field, equals the view the dataclass makes of the same values, and refuses writes."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from goodput_sim.policies.base import JobView
+
+    names = {f.name for f in fields(JobView)}
+    seen: list = []
+
+    class Watcher(type(get_policy("sia"))):
+        def allocate(self, snapshot):
+            seen.extend(snapshot.jobs)
+            return super().allocate(snapshot)
+
+    Simulation(sia_slice.iloc[:3], typed_profiles, Watcher(), parse_cluster(SIA_MIX)).run()
+    assert seen
+    for view in seen:
+        assert set(view.__dict__) - {"_replicas"} == names
+        assert view == JobView(**{name: getattr(view, name) for name in names})
+        assert view.replicas == int(view.allocation.sum())
+        with pytest.raises(FrozenInstanceError):
+            view.epoch = 0
+
+
 # ------------------------------------------------------------------- one restart delay
 @pytest.mark.parametrize("policy", ["goodput", "sia"])
 def test_the_run_restart_setting_does_not_move_typed_applications(

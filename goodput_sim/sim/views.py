@@ -65,7 +65,7 @@ class Views:
         """The job as the policy sees it at ``now``."""
         policy = self.policy
         typed = job.typed is not None
-        return JobView(
+        return made_view(
             name=job.name,
             application=job.spec.application,
             arrival=job.spec.arrival,
@@ -126,3 +126,12 @@ class Views:
         if frozen is None:
             frozen = self._truth_views[profile] = FrozenProfile(profile)
         return frozen
+
+
+def made_view(**fields) -> JobView:
+    """``JobView(**fields)`` given every field, without the frozen dataclass's attribute-by-
+    attribute ``__init__`` (a twentieth of a fifo round over hundreds of jobs): the same view,
+    still frozen."""
+    view = object.__new__(JobView)
+    view.__dict__.update(fields)
+    return view
