@@ -3,6 +3,8 @@ requested GPUs and batch size (SPEC 7.2; Gu et al., NSDI'19)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Policy, Snapshot, register
 from goodput_sim.policies.placement import keep_or_fill
@@ -60,7 +62,7 @@ class Tiresias(Policy):
         high = set(self.queues[0])
         first = float("inf")
         for job in snapshot.jobs:
-            gpus = int(rows[job.name].sum())
+            gpus = int(np.add.reduce(rows[job.name]))  # .sum() without its wrapper
             if job.name in high and gpus:
                 left = (self.queue_threshold - job.attained_service) / gpus
                 first = min(first, snapshot.time + left - 1.0)

@@ -320,7 +320,7 @@ class Simulation:
         )
         for job in active:
             row = rows[job.name]
-            if (row == job.allocation).all():  # validated rows have the allocation's shape
+            if row.tobytes() == job.allocation.tobytes():  # both int64 rows of the nodes
                 continue
             if free_moves and job.same_shape(row, self.cluster.node_type_index):
                 job.move(row, orders.get(job.name))

@@ -93,6 +93,7 @@ class Views:
             restart_delay=self.restart_delay(job),
             restarting=job.restart_remaining > 0,
             move_loss=self._move_loss(job, now),
+            _replicas=job.replicas,  # known: JobView.replicas need not count it
         )
 
     def _move_loss(self, job: Job, now: float) -> float:
@@ -129,9 +130,10 @@ class Views:
 
 
 def made_view(**fields) -> JobView:
-    """``JobView(**fields)`` given every field, without the frozen dataclass's attribute-by-
-    attribute ``__init__`` (a twentieth of a fifo round over hundreds of jobs): the same view,
-    still frozen."""
+    """``JobView(**fields)`` given every field (and ``_replicas``, the GPU count
+    :attr:`JobView.replicas` would count), without the frozen dataclass's attribute-by-attribute
+    ``__init__`` (a twentieth of a fifo round over hundreds of jobs): the same view, still
+    frozen."""
     view = object.__new__(JobView)
     view.__dict__.update(fields)
     return view
