@@ -34,7 +34,7 @@ class BatchAgent(SimulationBound, ABC):
 
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
-    reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
+    reads_beliefs: ClassVar[bool] = True  # False: the engine may skip belief updates nobody reads
 
     def __init__(self, **values: Any):
         self.values = resolve(type(self).params, values, f"agent {self.name}")

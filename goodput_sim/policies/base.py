@@ -181,7 +181,7 @@ class Policy(SimulationBound, ABC):
     needs_oracle: ClassVar[bool] = False
     default_agent: ClassVar[str] = "fixed"
     params: ClassVar[tuple[Param, ...]] = ()
-    reads_beliefs: ClassVar[bool] = True  # False: the engine may skip refits nobody reads
+    reads_beliefs: ClassVar[bool] = True  # False: the engine may skip belief updates nobody reads
     type_aware: ClassVar[bool] = False  # reads per-GPU-type beliefs (kept fresh for it)
     claim_baseline: ClassVar[bool] = True  # set against goodput in the Pollux claim check
     # Whether the policy chooses each job's GPU count. If not, a running job holds the GPUs it
