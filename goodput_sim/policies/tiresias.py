@@ -42,10 +42,17 @@ class Tiresias(Policy):
         known = set(high) | set(low)
         high.extend(name for name in jobs if name not in known)
         # Demotion on attained service (GPU-seconds): Tiresias runs a job at its requested GPUs.
-        for name in jobs:
-            if name in high and jobs[name].attained_service >= self.queue_threshold:
-                high.remove(name)
-                low.append(name)
+        # Those demoted join the low queue in the snapshot's order.
+        in_high = set(high)
+        demoted = [
+            name
+            for name, job in jobs.items()
+            if name in in_high and job.attained_service >= self.queue_threshold
+        ]
+        if demoted:
+            gone = set(demoted)
+            high[:] = [name for name in high if name not in gone]
+            low.extend(demoted)
         remaining = snapshot.cluster.total_gpus
         admitted = []  # skip-ahead: a job that does not fit lets later ones in
         for name in high + low:
