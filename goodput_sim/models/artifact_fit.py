@@ -30,7 +30,6 @@ from goodput_sim.models.throughput import (
 )
 
 TOLERANCE = 1e-5  # the artifact's solver tolerance
-_sum = np.add.reduce  # np.sum's pairwise summation, without its argument handling
 
 
 def artifact_fit(
