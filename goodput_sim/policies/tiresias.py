@@ -69,8 +69,10 @@ class Tiresias(Policy):
         high = set(self.queues[0])
         first = float("inf")
         for job in snapshot.jobs:
+            if job.name not in high:
+                continue
             gpus = int(np.add.reduce(rows[job.name]))  # .sum() without its wrapper
-            if job.name in high and gpus:
+            if gpus:
                 left = (self.queue_threshold - job.attained_service) / gpus
                 first = min(first, snapshot.time + left - 1.0)
         return first

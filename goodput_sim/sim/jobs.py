@@ -262,10 +262,12 @@ class Job:
     profile: ApplicationProfile
     belief: JobBelief
     num_nodes: int
+    name: str = field(init=False)  # the spec's, read often enough to keep as an attribute
     allocation: NDArray[np.int64] = field(init=False)
     replicas: int = field(init=False)  # GPUs in use, derived from allocation by assign()
     nodes_used: int = field(init=False)
     placement: tuple[int, ...] = field(init=False)  # GPUs on each used node, derived too
+    placement_label: str = field(init=False)  # "name=GPUs.per.node", as rounds.csv writes it
     layout: tuple[int, ...] = field(init=False)  # the same in the policy's node order, if any
     progress: float = 0.0
     epoch: int = 0
@@ -319,11 +321,8 @@ class Job:
     step_log: StepLog | None = None
 
     def __post_init__(self) -> None:
+        self.name = self.spec.name
         self.assign(np.zeros(self.num_nodes, dtype=np.int64))
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     @property
     def thresholds(self) -> NDArray[np.float64]:
@@ -360,6 +359,7 @@ class Job:
         self.replicas = int(self.allocation.sum())
         self.nodes_used = int(np.count_nonzero(self.allocation))
         self.placement = placement_of(self.allocation)
+        self.placement_label = f"{self.name}={'.'.join(map(str, self.placement))}"
         order = node_order or ()
         self.layout = tuple(int(row[n]) for n in order) if order else self.placement
 

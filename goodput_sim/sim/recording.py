@@ -28,9 +28,7 @@ def round_row(now: float, active: Sequence[Job], nodes_up: int, down: int, start
         "running": len(running),
         "queued": len(active) - len(running),
         "gpus_in_use": int(sum(j.replicas for j in running)),
-        "allocations": ";".join(
-            f"{j.name}={'.'.join(map(str, j.placement))}@{j.total_batch}" for j in running
-        ),
+        "allocations": ";".join(f"{j.placement_label}@{j.total_batch}" for j in running),
         "nodes_up": nodes_up,
         "nodes_down": down,
         "nodes_starting": starting,

@@ -99,7 +99,10 @@ class Views:
     def _move_loss(self, job: Job, now: float) -> float:
         """Seconds of training a move of the job would throw away now (the dynamics' say), so
         a policy counts what it would lose."""
-        return sum(cost(job, now) for cost in self.move_costs) if self.move_costs else 0.0
+        costs = self.move_costs
+        if len(costs) == 1:  # the usual case (checkpoints), without a generator
+            return costs[0](job, now)
+        return sum(cost(job, now) for cost in costs) if costs else 0.0
 
     def _type_speeds(self, job: Job, reading: str) -> Mapping[str, float] | None:
         """One-GPU throughput of the job's application per GPU type (offline profiling), read
