@@ -288,6 +288,8 @@ class Job:
     # whose jobs know only measured statistics, as the Sia artifact's; None before it trains).
     measured_at: tuple[int, int] | None = None
     plan: Plan | None = None  # engine cache of per-epoch rates for the current configuration
+    # The policy view's fields fixed by the job's profile, with that profile (Views caches them).
+    view_fields: tuple[ApplicationProfile, dict] | None = None
     # Failures and checkpoints (all zero while no node fails).
     failures: int = 0  # allocations ended by a node failure
     restores: int = 0  # restarts from a checkpoint after a failure
@@ -366,7 +368,7 @@ class Job:
     def release(self) -> None:
         """Drop what only a running job needs (its per-epoch plan and per-node GPUs), once it
         has finished: a long trace then holds little per finished job."""
-        self.plan = None
+        self.plan = self.view_fields = None
         self.assign(_zero_row(self.num_nodes))
 
     @property

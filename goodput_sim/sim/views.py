@@ -63,38 +63,49 @@ class Views:
 
     def view(self, job: Job, now: float) -> JobView:
         """The job as the policy sees it at ``now``."""
+        fixed = job.view_fields
+        if fixed is None or fixed[0] is not job.profile:
+            fixed = job.view_fields = (job.profile, self._fields_of_profile(job))
         policy = self.policy
-        typed = job.typed is not None
         return made_view(
-            name=job.name,
-            application=job.spec.application,
-            arrival=job.spec.arrival,
+            fixed[1],
             age=now - job.spec.arrival,
             attained_service=job.gpu_seconds,
             num_restarts=job.num_restarts,
             allocation=job.allocation,
-            requested_replicas=job.spec.requested_replicas,
-            requested_batch=job.spec.requested_batch,
-            limits=for_category(job.profile.limits, *category_rule(job.spec)),
             epoch=job.epoch,
             belief=job.belief.view(),
-            truth=self.frozen(job.profile) if policy.needs_oracle else None,
             gpu_type=job.gpu_type if job.replicas else None,
             type_beliefs=MappingProxyType({t: b.view() for t, b in job.type_beliefs.items()})
-            if typed and policy.type_aware
+            if job.typed is not None and policy.type_aware
             else None,
-            type_truths=MappingProxyType(
-                {t: self.frozen(job.typed.for_type(t)) for t in self.cluster.type_order}
-            )
-            if typed and policy.needs_oracle
-            else None,
-            type_speeds=self._type_speeds(job, "measurement") if policy.type_aware else None,
-            type_peak_speeds=self._type_speeds(job, "peak") if policy.type_aware else None,
-            restart_delay=self.restart_delay(job),
             restarting=job.restart_remaining > 0,
             move_loss=self._move_loss(job, now),
             _replicas=job.replicas,  # known: JobView.replicas need not count it
         )
+
+    def _fields_of_profile(self, job: Job) -> dict:
+        """The view's fields that change only with the job's profile (its GPU type): built
+        once per profile the job runs on."""
+        policy = self.policy
+        typed = job.typed is not None
+        return {
+            "name": job.name,
+            "application": job.spec.application,
+            "arrival": job.spec.arrival,
+            "requested_replicas": job.spec.requested_replicas,
+            "requested_batch": job.spec.requested_batch,
+            "limits": for_category(job.profile.limits, *category_rule(job.spec)),
+            "truth": self.frozen(job.profile) if policy.needs_oracle else None,
+            "type_truths": MappingProxyType(
+                {t: self.frozen(job.typed.for_type(t)) for t in self.cluster.type_order}
+            )
+            if typed and policy.needs_oracle
+            else None,
+            "type_speeds": self._type_speeds(job, "measurement") if policy.type_aware else None,
+            "type_peak_speeds": self._type_speeds(job, "peak") if policy.type_aware else None,
+            "restart_delay": self.restart_delay(job),
+        }
 
     def _move_loss(self, job: Job, now: float) -> float:
         """Seconds of training a move of the job would throw away now (the dynamics' say), so
@@ -132,11 +143,12 @@ class Views:
         return frozen
 
 
-def made_view(**fields) -> JobView:
-    """``JobView(**fields)`` given every field (and ``_replicas``, the GPU count
-    :attr:`JobView.replicas` would count), without the frozen dataclass's attribute-by-attribute
-    ``__init__`` (a twentieth of a fifo round over hundreds of jobs): the same view, still
-    frozen."""
+def made_view(fixed: dict, **fields) -> JobView:
+    """``JobView(**fixed, **fields)`` given every field between them (and ``_replicas``, the GPU
+    count :attr:`JobView.replicas` would count), without the frozen dataclass's
+    attribute-by-attribute ``__init__`` (a twentieth of a fifo round over hundreds of jobs): the
+    same view, still frozen."""
     view = object.__new__(JobView)
+    view.__dict__.update(fixed)
     view.__dict__.update(fields)
     return view
