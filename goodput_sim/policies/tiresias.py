@@ -3,8 +3,6 @@ requested GPUs and batch size (SPEC 7.2; Gu et al., NSDI'19)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from goodput_sim.params import Param
 from goodput_sim.policies.base import Decision, Policy, Snapshot, register
 from goodput_sim.policies.placement import keep_or_fill
@@ -33,6 +31,7 @@ class Tiresias(Policy):
         super().__init__(seed, **values)
         self.queue_threshold = self.values["queue_threshold"]
         self.queues: tuple[list[str], list[str]] = ([], [])
+        self._granted: dict[str, int] = {}  # GPUs per job of the last decision
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = {job.name: job for job in snapshot.jobs}
@@ -60,19 +59,22 @@ class Tiresias(Policy):
                 admitted.append(jobs[name])
                 remaining -= jobs[name].requested_replicas
         counts = {job.name: job.requested_replicas for job in admitted}
-        return keep_or_fill(admitted, counts, snapshot.cluster)
+        decision = keep_or_fill(admitted, counts, snapshot.cluster)
+        # keep_or_fill gives a job its count or leaves it out: what it granted, for quiet_until.
+        self._granted = {name: counts[name] for name in decision.allocations}
+        return decision
 
     def quiet_until(self, snapshot: Snapshot, rows) -> float:
         """Besides events, the answer changes only when a job of the high queue is demoted:
         from a second before the first running one reaches the threshold (attained service
-        grows by its GPUs per second), the engine asks every round."""
+        grows by its GPUs per second), the engine asks every round. The GPUs each job runs on
+        are those :meth:`allocate` just granted (the ``rows`` it gave)."""
         high = set(self.queues[0])
+        granted = self._granted
         first = float("inf")
         for job in snapshot.jobs:
-            if job.name not in high:
-                continue
-            gpus = int(np.add.reduce(rows[job.name]))  # .sum() without its wrapper
-            if gpus:
+            gpus = granted.get(job.name, 0)
+            if gpus and job.name in high:
                 left = (self.queue_threshold - job.attained_service) / gpus
                 first = min(first, snapshot.time + left - 1.0)
         return first
