@@ -180,12 +180,12 @@ class ClusterSpec:
             self.node_type_index, weights=self.capacity, minlength=len(self.type_order)
         ).astype(np.int64)
 
-    @property
+    @cached_property
     def largest_node(self) -> int:
         """GPUs of the largest node up (0 if none is): the most GPUs one node can give a job."""
         return int(self.capacity.max()) if self.nodes else 0
 
-    @property
+    @cached_property
     def nodes_up(self) -> int:
         """Nodes offering GPUs."""
         return int(np.count_nonzero(self.capacity))
@@ -234,7 +234,7 @@ class ClusterSpec:
         last = int(replicas - (filled[count - 2] if count > 1 else 0))
         return (*(int(g) for g in sizes[: count - 1]), last)
 
-    @property
+    @cached_property
     def nodes(self) -> int:
         return sum(g.nodes for g in self.groups)
 
