@@ -227,6 +227,10 @@ class Sia(Policy):
         # Candidate grids by belief without statistics and shapes: a job's statistics change
         # every epoch, its fit only at a new configuration.
         self._grids = functools.lru_cache(maxsize=GRID_MEMO)(frozen_grid)
+        # The configurations and each type's nodes of a live cluster, which stays the same
+        # object from round to round while no node fails (its own memos then last too).
+        self._configurations = functools.lru_cache(maxsize=64)(configurations)
+        self._type_nodes = functools.lru_cache(maxsize=64)(type_nodes)
         self._tie_rng = np.random.default_rng(self.values["tie_seed"])
 
     @property
@@ -249,7 +253,7 @@ class Sia(Policy):
         """This round's integer program (None when there is nothing to decide). Forgets the
         previous configurations of jobs that left."""
         jobs = list(snapshot.jobs)
-        configs = configurations(snapshot.cluster, self.values["max_nodes"])
+        configs = list(self._configurations(snapshot.cluster, self.values["max_nodes"]))
         rigid = sorted({j.limits.min_replicas for j in jobs if j.limits.min_replicas})
         configs += rigid_configurations(snapshot.cluster, rigid, configs)
         if not jobs or not configs:
@@ -257,8 +261,9 @@ class Sia(Policy):
         self._previous = {j.name: self._previous[j.name] for j in jobs if j.name in self._previous}
         index = {c: k for k, c in enumerate(configs)}
         shapes = _shapes(configs)
-        on_type = {t: type_nodes(snapshot.cluster, t) for t in snapshot.cluster.type_order}
-        allowed = np.vstack([self._allowed(job, configs, snapshot.cluster) for job in jobs])
+        on_type = {t: self._type_nodes(snapshot.cluster, t) for t in snapshot.cluster.type_order}
+        sizes = np.array([c.gpus for c in configs])
+        allowed = np.vstack([self._allowed(job, sizes, snapshot.cluster) for job in jobs])
         goodput = np.vstack(
             [
                 self._row(job, shapes, len(configs), snapshot.cluster, on_type, mask)
@@ -349,35 +354,36 @@ class Sia(Policy):
 
     def _goodputs(self, belief, nodes: NDArray, gpus: NDArray, cap: int | None) -> NDArray:
         """The belief's best goodputs at these shapes, over batches up to ``cap`` (None: the
-        application's largest), memoised by the goodput model priced (every value they are
-        computed from, the cap included) and the shapes."""
+        application's largest), memoised by the belief's goodput model, the cap and the shapes
+        (every value they are computed from)."""
         model = belief.goodput_model
+        return self._goodputs_at(model, cap, tuple(nodes.tolist()), tuple(gpus.tolist()))
+
+    def _best_goodputs_at(
+        self, model, cap: int | None, nodes: tuple[int, ...], gpus: tuple[int, ...]
+    ) -> NDArray:
+        """``model``'s best goodput at each (nodes, GPUs) shape (read-only) over batches up to
+        ``cap``, at the pricing precision, as ``model.optimize`` finds it, on a shared grid."""
         single = self.values["pricing_precision"] == "single"
         if cap is not None or single:
             cap = model.max_batch_size if cap is None else cap
             model = dataclasses.replace(model, max_batch_size=cap, single_precision=single)
-        return self._goodputs_at(model, tuple(nodes.tolist()), tuple(gpus.tolist()))
-
-    def _best_goodputs_at(self, model, nodes: tuple[int, ...], gpus: tuple[int, ...]) -> NDArray:
-        """``model``'s best goodput at each (nodes, GPUs) shape (read-only), as
-        ``model.optimize`` finds it, on a shared grid."""
         grid = self._grids(without_statistics(model), nodes, gpus)
         values = np.array(model.choose(grid, True).goodput, dtype=float)
         values.flags.writeable = False
         return values
 
-    def _allowed(
-        self, job: JobView, configs: list[Config], cluster: ClusterSpec
-    ) -> NDArray[np.bool_]:
-        """Configurations within the job's GPU cap: at most twice the most GPUs it has run on,
-        on any type (Sia's shared cap), and within its application's own limit (its category's
-        too: a rigid job takes exactly its GPUs, on any type)."""
+    def _allowed(self, job: JobView, sizes: NDArray, cluster: ClusterSpec) -> NDArray[np.bool_]:
+        """Which configurations (``sizes``: their GPU counts) are within the job's GPU cap: at
+        most twice the most GPUs it has run on, on any type (Sia's shared cap), and within its
+        application's own limit (its category's too: a rigid job takes exactly its GPUs, on
+        any type)."""
         if job.limits.min_replicas is not None:
-            return np.array([c.gpus == job.limits.min_replicas for c in configs])
+            return sizes == job.limits.min_replicas
         beliefs = _beliefs(job, cluster).values()
         profiled = max(b.profiled_replicas for b in beliefs)
         cap = job.limits.cap(max(2 * profiled, 1))
-        return np.array([c.gpus <= cap for c in configs])
+        return sizes <= cap
 
     def _values(self, jobs, configs, goodput: NDArray, index: dict) -> NDArray:
         """Restart factors, the fairness power and the clip: the program's A matrix."""
@@ -578,5 +584,3 @@ def _shape(job: JobView, cluster: ClusterSpec) -> Config | None:
         return None
     gpu_type = cluster.gpu_types[int(used[0])]
     return Config(gpu_type, len(used), int(job.allocation.sum()))
-
-
