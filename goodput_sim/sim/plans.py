@@ -38,6 +38,10 @@ class Planner:
         self.measured_stats = measured_stats
         # Plans by everything they are computed from, oldest first, at most PLAN_MEMO_SIZE.
         self.memo: dict[tuple, tuple[NDArray, ...]] = {}
+        # True rates of the plans' configurations by everything they are computed from (jobs
+        # whose fits differ often choose the same batches: two plans in three on the Philly
+        # log's first day under sia), the same way.
+        self.rates: dict[tuple, tuple[NDArray, ...]] = {}
 
     def replan(self, job: Job, hints: Mapping[str, Any], policy: Policy) -> None:
         """At an epoch boundary inside a round (beliefs fitted as the Sia artifact fits them):
@@ -116,15 +120,33 @@ class Planner:
         local_bsz, accum = validated_plan(
             self.agent.name, job.name, plan, job.replicas, limits, len(epochs)
         )
-        step, sync, total, iteration, rate = epoch_rates(
-            profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
-        )
+        step, sync, total, iteration, rate = self._epoch_rates(job, local_bsz, accum, epochs)
         if job.work is not None:  # lr-aware: the work is examples (or steps)
             rate = (1.0 if job.work_in_steps else total) / iteration
         arrays = (local_bsz, accum, rate, step, sync, total / iteration)
         for array in arrays:
             array.flags.writeable = False
         return arrays
+
+    def _epoch_rates(
+        self, job: Job, local_bsz: NDArray, accum: NDArray, epochs: NDArray
+    ) -> tuple[NDArray, ...]:
+        """:func:`~goodput_sim.sim.progress.epoch_rates` of the job's upcoming ``epochs`` (from
+        its current one to its last) at these configurations, memoised (read-only)."""
+        profile = job.profile
+        key = (profile, job.layout, job.replicas, job.slowdown, job.epoch)
+        key += (local_bsz.tobytes(), accum.tobytes())
+        rates = self.rates.get(key)
+        if rates is None:
+            rates = epoch_rates(
+                profile, job.layout, local_bsz, accum, job.replicas, epochs, job.slowdown
+            )
+            for array in rates:
+                array.flags.writeable = False
+            self.rates[key] = rates
+            if len(self.rates) > PLAN_MEMO_SIZE:
+                del self.rates[next(iter(self.rates))]  # the oldest
+        return rates
 
 
 def placement_limits(belief: BeliefView, profile: Any, placement: tuple[int, ...]) -> BeliefView:
