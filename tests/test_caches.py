@@ -447,20 +447,37 @@ def test_a_plan_is_remade_when_what_it_depends_on_changes(typed):
     ids=["goodput", "throughput", "sia-typed"],
 )
 def test_shared_plans_change_no_result(policy, cluster, plain, typed):
-    """Plans shared between jobs and rounds with equal inputs give the results of plans made
-    afresh every time (each adaptive agent, one GPU type and two)."""
+    """Plans and true rates shared between jobs and rounds with equal inputs give the results
+    of plans made afresh every time (each adaptive agent, one GPU type and two)."""
     profiles = typed if cluster is TYPED else plain
     runs = []
     for memo in (dict, Forgetful):
         sim = Simulation(JOBS, profiles, get_policy(policy), cluster, SimConfig(horizon=40000.0))
-        sim.planner.memo = memo()
+        sim.planner.memo, sim.planner.rates = memo(), memo()
         runs.append(sim.run())
     assert table(runs[0]) == table(runs[1])
 
 
+def test_a_view_is_rebuilt_with_the_profile_of_the_type_a_job_moves_to(typed):
+    """The view fields a job's profile fixes are kept between rounds and made anew when it
+    moves to another GPU type: each view equals one built from nothing."""
+    cluster = ClusterSpec((NodeGroup(2, 4, "aws"), NodeGroup(1, 8, "dgx-ext")))
+    sim = Simulation(JOBS.iloc[:1], typed, get_policy("sia"), cluster)
+    job = sim.jobs[0]  # cifar10: a larger per-GPU batch fits a dgx-ext GPU than an aws one
+    limits = []
+    for row in ([2, 0, 0], [0, 0, 2], [2, 0, 0]):  # aws, dgx-ext, aws again
+        job.assign(np.array(row, dtype=np.int64))
+        sim._switch_type(job)
+        kept = sim.views.view(job, 10.0)
+        job.view_fields = None
+        assert kept == sim.views.view(job, 10.0)
+        limits.append(kept.limits)
+    assert limits[0] == limits[2] != limits[1]
+
+
 def test_plans_are_shared_only_when_every_input_is_equal(plain):
     """Two jobs of one application on equal allocations with equal fits share one read-only
-    plan; another epoch, slowdown or allocation makes its own."""
+    plan, true rates included; another epoch, slowdown or allocation makes its own."""
     twins = pd.DataFrame(
         [("a", 0, "cifar10", 2, 256), ("b", 0, "cifar10", 2, 256)], columns=COLUMNS
     )

@@ -31,7 +31,7 @@ class Tiresias(Policy):
         super().__init__(seed, **values)
         self.queue_threshold = self.values["queue_threshold"]
         self.queues: tuple[list[str], list[str]] = ([], [])
-        self._granted: dict[str, int] = {}  # GPUs per job of the last decision
+        self._running_high: dict[str, int] = {}  # GPUs of the high queue's running jobs
 
     def allocate(self, snapshot: Snapshot) -> Decision:
         jobs = {job.name: job for job in snapshot.jobs}
@@ -52,6 +52,7 @@ class Tiresias(Policy):
             gone = set(demoted)
             high[:] = [name for name in high if name not in gone]
             low.extend(demoted)
+            in_high -= gone
         remaining = snapshot.cluster.total_gpus
         admitted = []  # skip-ahead: a job that does not fit lets later ones in
         for name in high + low:
@@ -60,8 +61,11 @@ class Tiresias(Policy):
                 remaining -= jobs[name].requested_replicas
         counts = {job.name: job.requested_replicas for job in admitted}
         decision = keep_or_fill(admitted, counts, snapshot.cluster)
-        # keep_or_fill gives a job its count or leaves it out: what it granted, for quiet_until.
-        self._granted = {name: counts[name] for name in decision.allocations}
+        # keep_or_fill gives a job its count or leaves it out: the GPUs of the high queue's
+        # running jobs, whose demotions quiet_until foresees.
+        self._running_high = {
+            name: counts[name] for name in decision.allocations if name in in_high
+        }
         return decision
 
     def quiet_until(self, snapshot: Snapshot, rows) -> float:
@@ -69,12 +73,11 @@ class Tiresias(Policy):
         from a second before the first running one reaches the threshold (attained service
         grows by its GPUs per second), the engine asks every round. The GPUs each job runs on
         are those :meth:`allocate` just granted (the ``rows`` it gave)."""
-        high = set(self.queues[0])
-        granted = self._granted
+        running = self._running_high
         first = float("inf")
         for job in snapshot.jobs:
-            gpus = granted.get(job.name, 0)
-            if gpus and job.name in high:
+            gpus = running.get(job.name)
+            if gpus:
                 left = (self.queue_threshold - job.attained_service) / gpus
                 first = min(first, snapshot.time + left - 1.0)
         return first

@@ -157,7 +157,7 @@ class JobBelief:
         (nodes, replicas) pair or a per-GPU batch outside the range seen so far (SPEC 10's
         suggestion; compute time is linear in the batch, so points inside the range add little).
         The observation is kept either way and used by the next refit."""
-        key = (nodes, replicas, float(local_bsz))
+        key = (nodes, replicas, float(local_bsz))  # as observed() reads it
         if key in self.observations:
             return
         seen = self.observations.keys()
@@ -168,6 +168,10 @@ class JobBelief:
         self._max_replicas = max(self._max_replicas, int(replicas))
         if (new_shape or outside or self._memo.every_configuration) and not self.oracle:
             self._stale = True
+
+    def observed(self, nodes: int, replicas: int, local_bsz: float) -> bool:
+        """Whether this configuration has been recorded (a later observation adds nothing)."""
+        return (nodes, replicas, float(local_bsz)) in self.observations
 
     @property
     def stale(self) -> bool:

@@ -77,9 +77,7 @@ class Planner:
         if arrays is None:
             arrays = self._arrays(job, belief, hint, batch)
             if memo is not None:
-                self.memo[memo] = arrays
-                if len(self.memo) > PLAN_MEMO_SIZE:
-                    del self.memo[next(iter(self.memo))]  # the oldest
+                _remember(self.memo, memo, arrays)
         local_bsz, accum = arrays[0], arrays[1]
         job.plan = Plan(key, job.epoch, *arrays)
         job.local_bsz, job.accum_steps = int(local_bsz[0]), int(accum[0])
@@ -134,8 +132,8 @@ class Planner:
         """:func:`~goodput_sim.sim.progress.epoch_rates` of the job's upcoming ``epochs`` (from
         its current one to its last) at these configurations, memoised (read-only)."""
         profile = job.profile
-        key = (profile, job.layout, job.replicas, job.slowdown, job.epoch)
-        key += (local_bsz.tobytes(), accum.tobytes())
+        # The layout fixes the GPU count; the epoch, which epochs the arrays cover.
+        key = (profile, job.layout, job.slowdown, job.epoch, local_bsz.tobytes(), accum.tobytes())
         rates = self.rates.get(key)
         if rates is None:
             rates = epoch_rates(
@@ -143,10 +141,15 @@ class Planner:
             )
             for array in rates:
                 array.flags.writeable = False
-            self.rates[key] = rates
-            if len(self.rates) > PLAN_MEMO_SIZE:
-                del self.rates[next(iter(self.rates))]  # the oldest
+            _remember(self.rates, key, rates)
         return rates
+
+
+def _remember(memo: dict, key: Hashable, value: Any) -> None:
+    """Keep ``value`` under ``key``, dropping the oldest entry beyond PLAN_MEMO_SIZE."""
+    memo[key] = value
+    if len(memo) > PLAN_MEMO_SIZE:
+        del memo[next(iter(memo))]
 
 
 def placement_limits(belief: BeliefView, profile: Any, placement: tuple[int, ...]) -> BeliefView:

@@ -168,9 +168,9 @@ def _log_steps(job: Job, plan: Plan, k: int, epoch: int, seconds: float) -> None
 def _observe(job: Job, plan: Plan, first: int, count: int) -> None:
     """Record the configurations the job ran in these epochs for its throughput belief."""
     if count == 1:  # the common case, a configuration already seen: nothing to record
-        key = (job.nodes_used, job.replicas, float(plan.local_bsz[first]))
-        if key in job.belief.observations and (
-            job.typed is None or key in job.type_beliefs[job.gpu_type].observations
+        shape = (job.nodes_used, job.replicas, float(plan.local_bsz[first]))
+        if job.belief.observed(*shape) and (
+            job.typed is None or job.type_beliefs[job.gpu_type].observed(*shape)
         ):
             return
     step, sync = plan.step, plan.sync
