@@ -234,7 +234,9 @@ def test_sia_goodputs_follow_the_belief_model():
     for belief, n, g, cap in cases:
         cap = belief.goodput_model.init_batch_size if cap == "M0" else cap
         got = policy._goodputs(belief, n, g, cap)
-        model = belief.goodput_model
+        model = dataclasses.replace(  # priced in single precision, as the policy prices
+            belief.goodput_model, single_precision=policy.values["pricing_precision"] == "single"
+        )
         if cap is not None:
             model = dataclasses.replace(model, max_batch_size=cap)
         assert np.array_equal(got, model.optimize(n, g, True).goodput)
