@@ -29,6 +29,7 @@ def signatures() -> dict:
 
     from goodput_sim.models import artifact_kernels as artifact
     from goodput_sim.models import fit_kernels as fit
+    from goodput_sim.models import libm
     from goodput_sim.policies import kernels
 
     f8, i8, b1 = t.float64, t.int64, t.boolean
@@ -46,6 +47,10 @@ def signatures() -> dict:
         fit.normal_equations: [(f2f, f1), (f2, f1)],
         fit.sync_terms: [(f1, bsz, b1d, b1d, f1, f8) for bsz in (f1, fa)],
         artifact.step_pieces: [(f1, f1, b1d, b1d, f1)],
+        artifact.powers_and_logs: [(f1, f1, f8)],
+        libm._power_each: [(f1, f1)],
+        libm._log_each: [(f1,)],
+        libm._log10_each: [(t.float32[::1],)],
         artifact.log_errors: [(f1, f1, f1, f1, f8)],
         artifact.gradient: [(f1, f1, f8, f8, f8, f8, *(f1,) * 11, i1, i1, f1)],
     }

@@ -14,6 +14,10 @@ import pytest
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+# Importing the package pins OpenBLAS's kernel (goodput_sim.blas_kernel) before a test module
+# loads SciPy's BLAS: otherwise results would depend on the order the modules are imported in.
+import goodput_sim  # noqa: E402, F401
+
 REFERENCE_DIR = (
     Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "pollux-osdi21"
 )

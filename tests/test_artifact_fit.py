@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from machine import without_simd
 from scipy.optimize import Bounds, minimize
 
 from goodput_sim.models.artifact_fit import (
@@ -54,24 +55,73 @@ def formula(x, nodes, replicas, local_bsz, accum, step, numpy=np):
     return err_acc + err_step + reg_gamma + reg_net
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_objective_is_reverse_mode_differentiation_of_the_formula(seed):
+AUTOGRAD_SEEDS, AUTOGRAD_POINTS = 30, 5
+
+
+def autograd_values(seeds: int = AUTOGRAD_SEEDS) -> list[list[tuple[list, float, list]]]:
+    """Per seed, (point, value, gradient) of the formula by autograd for 1 to 40 random
+    observations at points far from the optimum."""
+    import autograd
+    import autograd.numpy as anp
+
+    out = []
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        data = observations(rng, int(rng.integers(1, 41)))
+        points = []
+        for _ in range(AUTOGRAD_POINTS):
+            x = random_point(rng)
+            with np.errstate(all="ignore"):
+                value = float(formula(x, *data))
+                gradient = autograd.grad(lambda p, data=data: formula(p, *data, numpy=anp))(x)
+            points.append((x.tolist(), value, gradient.tolist()))
+        out.append(points)
+    return out
+
+
+@pytest.fixture(scope="module")
+def autograd_at_baseline():
+    """:func:`autograd_values` with numpy at its baseline SIMD level, where its ``log`` and
+    ``power`` are the C library's, as the fit's kernels are (numpy's AVX-512 routines round
+    differently): in a process with numpy's run-time SIMD levels turned off."""
+    pytest.importorskip("autograd", reason="autograd (a dev extra) is not installed")
+    return without_simd(
+        "import json\nfrom test_artifact_fit import autograd_values\n"
+        "print(json.dumps(autograd_values()))\n"
+    )
+
+
+@pytest.mark.parametrize("seed", range(AUTOGRAD_SEEDS))
+def test_objective_is_reverse_mode_differentiation_of_the_formula(seed, autograd_at_baseline):
     """Value and gradient to the bit against autograd's differentiation of the formula, as the
     artifact computes them, for 1 to 40 observations (numpy sums fewer than 8 values in a
     plain loop, more with eight partial sums) at points far from the optimum."""
-    autograd = pytest.importorskip("autograd", reason="autograd (a dev extra) is not installed")
-    anp = pytest.importorskip("autograd.numpy")
     rng = np.random.default_rng(seed)
-    data = observations(rng, int(rng.integers(1, 41)))
-    objective = _ArtifactObjective(*data)
-    for _ in range(5):
-        x = random_point(rng)
+    objective = _ArtifactObjective(*observations(rng, int(rng.integers(1, 41))))
+    for x, want_value, want_gradient in autograd_at_baseline[seed]:
         with np.errstate(all="ignore"):
-            value, gradient = objective(x)
-            want_value = formula(x, *data)
-            want_gradient = autograd.grad(lambda p: formula(p, *data, numpy=anp))(x)
+            value, gradient = objective(np.array(x))
         assert value == want_value
-        assert gradient.tobytes() == want_gradient.tobytes()
+        assert gradient.tobytes() == np.array(want_gradient).tobytes()
+
+
+def test_the_fit_does_not_depend_on_numpys_simd_level():
+    """A fit gives the same bits with numpy's run-time SIMD levels turned off: its ``log`` and
+    ``power`` are the C library's on every CPU. (numpy's AVX-512 routines round differently,
+    and sia's choices moved with the last bits; on a CPU without AVX-512 this cannot fail.)"""
+    rng = np.random.default_rng(7)
+    data = [observations(rng, int(rng.integers(1, 12))) for _ in range(20)]
+    fits = [artifact_fit(*d).as_array().tobytes().hex() for d in data]
+    program = (
+        "import json\n"
+        "import numpy as np\n"
+        "from test_artifact_fit import observations\n"
+        "from goodput_sim.models.artifact_fit import artifact_fit\n"
+        "rng = np.random.default_rng(7)\n"
+        "data = [observations(rng, int(rng.integers(1, 12))) for _ in range(20)]\n"
+        "print(json.dumps([artifact_fit(*d).as_array().tobytes().hex() for d in data]))\n"
+    )
+    assert without_simd(program) == fits
 
 
 @pytest.mark.parametrize("seed", range(10))

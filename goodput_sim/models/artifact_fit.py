@@ -19,7 +19,9 @@ import dataclasses
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from goodput_sim.blas_kernel import check_kernel
 from goodput_sim.models import artifact_kernels as kernels
+from goodput_sim.models import libm
 from goodput_sim.models.throughput import (
     _INITIAL,
     _LOWER,
@@ -49,6 +51,7 @@ def artifact_fit(
     )
     if nodes.size == 0:
         raise ValueError("cannot fit a throughput model without observations")
+    check_kernel()  # L-BFGS-B sums through BLAS
     start, lower, upper = start_and_bounds(nodes, replicas, local_bsz, accum_time)
     objective = _ArtifactObjective(nodes, replicas, local_bsz, accum_time, step_time)
     with np.errstate(all="ignore"):
@@ -166,8 +169,8 @@ class _ArtifactObjective:
         self.inter = np.ascontiguousarray(nodes > 1)  # the slowest link: across nodes, else
         self.intra = ~self.inter & (replicas > 1)  # within one, else none
         self.extra = np.maximum(replicas - 2, 1e-8)  # rounds of the ring beyond two
-        self.log_accum = np.log(accum_time)
-        self.log_step = np.log(step_time)
+        self.log_accum = libm.log(accum_time)  # the C library's, on every CPU (libm)
+        self.log_step = libm.log(step_time)
         self.rows = len(local_bsz)
         # Observations whose network time reads alpha_n, beta_n (across) or alpha_r, beta_r
         # (within), last first: the order their gradients are summed in.
@@ -176,14 +179,13 @@ class _ArtifactObjective:
 
     def __call__(self, x):
         """(value, gradient) at ``x``: the arithmetic compiled
-        (:mod:`~goodput_sim.models.artifact_kernels`), ``log``, ``power`` and the scalar
-        powers in numpy."""
+        (:mod:`~goodput_sim.models.artifact_kernels`), the scalar powers in numpy."""
         alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x
         # Forward.
         t_acc, t_net = kernels.step_pieces(x, self.local_bsz, self.inter, self.intra, self.extra)
-        acc_pow, net_pow = np.power(t_acc, gamma), np.power(t_net, gamma)
-        powers = acc_pow + net_pow
-        log_sum, log_acc = np.log(powers), np.log(t_acc)
+        acc_pow, net_pow, powers, log_sum, log_acc, acc_less, log_net, net_less = (
+            kernels.powers_and_logs(t_acc, t_net, float(gamma))
+        )
         step_error, acc_error, acc_mean, step_mean = kernels.log_errors(
             log_sum, log_acc, self.log_step, self.log_accum, gamma
         )
@@ -222,10 +224,10 @@ class _ArtifactObjective:
             t_acc,
             acc_pow,
             log_acc,
-            np.power(t_acc, gamma - 1),
+            acc_less,
             net_pow,
-            np.log(t_net),
-            np.power(t_net, gamma - 1),
+            log_net,
+            net_less,
             self.extra,
             self.local_bsz,
             self.across,

@@ -6,16 +6,20 @@ A fit evaluates the objective about 40 times on a handful of observations, so an
 time was that of some 45 numpy calls, not arithmetic. These kernels do the same IEEE operations
 in the same order as those calls (no fast-math; sums in numpy's pairwise order, added to zero
 as ``np.add.reduce`` adds them), so value and gradient keep their bits; the tests compare them
-with automatic differentiation. The transcendental parts (``log``, ``power``) and the scalar
-powers stay in numpy, whose routines round as the reference's do.
+with automatic differentiation. ``log`` and ``power`` are the C library's, as numpy computes them
+at its baseline SIMD level: numpy's AVX-512 routines round differently in the last bit, and a
+fit near a flat optimum would then stop elsewhere on such a CPU (:func:`powers_and_logs`).
 """
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
 
 from goodput_sim.models.fit_kernels import _pairwise_sum
+from goodput_sim.models.libm import scalar_power
 from goodput_sim.numba_cache import use_writable_cache
 
 use_writable_cache()  # a read-only installation caches elsewhere
@@ -45,6 +49,40 @@ def step_pieces(theta, local_bsz, inter, intra, extra):
             link, retro = 1e-8, 1e-8
         t_net[i] = link + retro * extra[i]
     return t_acc, t_net
+
+
+@_jit
+def powers_and_logs(t_acc, t_net, gamma):
+    """Per observation: T_acc^g, T_net^g, their sum, its log, log T_acc, T_acc^(g-1), log T_net
+    and T_net^(g-1), each rounded by the C library's ``pow`` and ``log`` on every CPU.
+
+    numpy's ``power`` and ``log`` call the same functions at its baseline SIMD level, so these are
+    its results there, bit for bit; on a CPU with AVX-512 numpy switches to vector routines that
+    round differently, which moved sia's choices from one machine to another."""
+    rows = t_acc.shape[0]
+    acc_pow, net_pow, powers, log_sum = (
+        np.empty(rows),
+        np.empty(rows),
+        np.empty(rows),
+        np.empty(rows),
+    )
+    log_acc, acc_less, log_net, net_less = (
+        np.empty(rows),
+        np.empty(rows),
+        np.empty(rows),
+        np.empty(rows),
+    )
+    less = gamma - 1
+    for i in range(rows):
+        acc_pow[i] = scalar_power(t_acc[i], gamma)
+        net_pow[i] = scalar_power(t_net[i], gamma)
+        powers[i] = acc_pow[i] + net_pow[i]
+        log_sum[i] = math.log(powers[i])
+        log_acc[i] = math.log(t_acc[i])
+        acc_less[i] = scalar_power(t_acc[i], less)
+        log_net[i] = math.log(t_net[i])
+        net_less[i] = scalar_power(t_net[i], less)
+    return acc_pow, net_pow, powers, log_sum, log_acc, acc_less, log_net, net_less
 
 
 @_jit

@@ -286,11 +286,13 @@ def _single_precision_candidates(
     largest), its inner points come out a little above it and the per-GPU batch rounds up
     to the next whole example. The pairs are computed together, as the reference computes a
     GPU type's configurations: one degenerate pair changes how the others' grids round."""
+    from goodput_sim.models import libm  # loads numba, which only the sia policy's pricing needs
+
     f32 = np.float32
     r = np.asarray(replicas).astype(f32)
     start = np.maximum(f32(init_batch), f32(min_local) * r)
     stop = f32(max_batch)
-    log_start, log_stop = np.log10(start), np.log10(np.full(1, stop))
+    log_start, log_stop = libm.log10(start), libm.log10(np.full(1, stop))
     # linspace(log_start, log_stop, count) in single precision, then 10 ** y in double
     steps = np.arange(count, dtype=f32).reshape(-1, 1)
     delta = log_stop - log_start
@@ -299,7 +301,7 @@ def _single_precision_candidates(
     y = steps / f32(count - 1) * delta if vanishing else steps * step
     y = y + log_start
     y[-1] = log_stop
-    batch = np.power(np.full(1, 10.0), y).astype(f32)
+    batch = libm.power(np.full(1, 10.0), y).astype(f32)
     batch[0], batch[-1] = start, stop
     local = (batch / r).T
     accum = np.ceil(local / f32(max_local) - f32(_EPS)) - 1
