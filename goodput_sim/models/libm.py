@@ -44,18 +44,10 @@ def _power_each(base, exponent):
 
 
 @_jit
-def _log_each(values):
+def _logs(values, decimal):
     out = np.empty_like(values)
     for i in range(values.shape[0]):
-        out[i] = math.log(values[i])
-    return out
-
-
-@_jit
-def _log10_each(values):
-    out = np.empty_like(values)
-    for i in range(values.shape[0]):
-        out[i] = math.log10(values[i])
+        out[i] = math.log10(values[i]) if decimal else math.log(values[i])
     return out
 
 
@@ -73,10 +65,10 @@ def power(base: ArrayLike, exponent: ArrayLike) -> NDArray:
 
 def log(values: ArrayLike) -> NDArray:
     """``np.log(values)`` in double precision as at numpy's baseline SIMD level (1-D)."""
-    return _log_each(np.ascontiguousarray(values, dtype=np.float64))
+    return _logs(np.ascontiguousarray(values, dtype=np.float64), False)
 
 
 def log10(values: ArrayLike) -> NDArray:
     """``np.log10(values)`` as at numpy's baseline SIMD level, in the values' precision."""
     values = np.asarray(values)
-    return _log10_each(np.ascontiguousarray(values).reshape(-1)).reshape(values.shape)
+    return _logs(np.ascontiguousarray(values).reshape(-1), True).reshape(values.shape)
