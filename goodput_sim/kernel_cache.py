@@ -52,6 +52,7 @@ def signatures() -> dict:
         libm._logs: [(f1, b1), (t.float32[::1], b1)],
         artifact.log_errors: [(f1, f1, f1, f1, f8)],
         artifact.gradient: [(f1, f1, f8, f8, f8, f8, *(f1,) * 11, i1, i1, f1)],
+        artifact.objective: [(f1, f1, b1d, b1d, f1, f1, f1, i1, i1, f8, f8)],
     }
 
 

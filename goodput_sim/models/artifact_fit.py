@@ -171,67 +171,23 @@ class _ArtifactObjective:
         self.extra = np.maximum(replicas - 2, 1e-8)  # rounds of the ring beyond two
         self.log_accum = libm.log(accum_time)  # the C library's, on every CPU (libm)
         self.log_step = libm.log(step_time)
-        self.rows = len(local_bsz)
         # Observations whose network time reads alpha_n, beta_n (across) or alpha_r, beta_r
         # (within), last first: the order their gradients are summed in.
         self.across = np.flatnonzero(self.inter)[::-1].copy()
         self.within = np.flatnonzero(self.intra)[::-1].copy()
 
     def __call__(self, x):
-        """(value, gradient) at ``x``: the arithmetic compiled
-        (:mod:`~goodput_sim.models.artifact_kernels`), the scalar powers in numpy."""
-        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x
-        # Forward.
-        t_acc, t_net = kernels.step_pieces(x, self.local_bsz, self.inter, self.intra, self.extra)
-        acc_pow, net_pow, powers, log_sum, log_acc, acc_less, log_net, net_less = (
-            kernels.powers_and_logs(t_acc, t_net, float(gamma))
-        )
-        step_error, acc_error, acc_mean, step_mean = kernels.log_errors(
-            log_sum, log_acc, self.log_step, self.log_accum, gamma
-        )
-        acc_mean, step_mean = np.float64(acc_mean), np.float64(step_mean)
-        gamma_less = gamma - 1
-        ratio_n, ratio_r = beta_n / alpha_n, beta_r / alpha_r
-        value = (
-            np.sqrt(acc_mean)
-            + np.sqrt(step_mean)
-            + 1e-3 * np.power(gamma_less, 2)
-            + 1e-2 * (np.power(ratio_n, 2) + np.power(ratio_r, 2))
-        )
-        # Backward, from the last operation to the first: the priors' parts, then (compiled)
-        # the step-time terms' and the accumulation-time terms'. A mean's derivative spreads
-        # over the rows, then the square's doubles: scalars first, then per row.
-        g_ratio = 1e-2 * 1.0 * 2
-        g_ratio_r, g_ratio_n = g_ratio * ratio_r, g_ratio * ratio_n
-        priors = np.array(
-            (
-                -g_ratio_n * beta_n / alpha_n**2,
-                g_ratio_n / alpha_n,
-                -g_ratio_r * beta_r / alpha_r**2,
-                g_ratio_r / alpha_r,
-                1e-3 * 1.0 * 2 * gamma_less,
-            )
-        )
-        gradient = kernels.gradient(
-            step_error,
-            acc_error,
-            1.0 * 0.5 * step_mean**-0.5 / self.rows * 2,
-            1.0 * 0.5 * acc_mean**-0.5 / self.rows * 2,
-            gamma,
-            gamma**2,
-            powers,
-            log_sum,
-            t_acc,
-            acc_pow,
-            log_acc,
-            acc_less,
-            net_pow,
-            log_net,
-            net_less,
-            self.extra,
+        """(value, gradient) at ``x``: one compiled call (``artifact_kernels.objective``)."""
+        return kernels.objective(
+            np.ascontiguousarray(x, dtype=np.float64),
             self.local_bsz,
+            self.inter,
+            self.intra,
+            self.extra,
+            self.log_step,
+            self.log_accum,
             self.across,
             self.within,
-            priors,
+            2.0,
+            -0.5,
         )
-        return value, gradient

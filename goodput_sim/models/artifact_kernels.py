@@ -1,14 +1,15 @@
 """Compiled arithmetic of the Sia artifact's fit objective
-(:class:`~goodput_sim.models.artifact_fit._ArtifactObjective`): its step-time pieces, errors and
-gradient at a point.
+(:class:`~goodput_sim.models.artifact_fit._ArtifactObjective`): its value and gradient at a
+point, in one call (:func:`objective`), from its step-time pieces, errors and backward pass.
 
 A fit evaluates the objective about 40 times on a handful of observations, so an evaluation's
-time was that of some 45 numpy calls, not arithmetic. These kernels do the same IEEE operations
-in the same order as those calls (no fast-math; sums in numpy's pairwise order, added to zero
-as ``np.add.reduce`` adds them), so value and gradient keep their bits; the tests compare them
-with automatic differentiation. ``log`` and ``power`` are the C library's, as numpy computes them
-at its baseline SIMD level: numpy's AVX-512 routines round differently in the last bit, and a
-fit near a flat optimum would then stop elsewhere on such a CPU (:func:`powers_and_logs`).
+time was that of some 45 numpy calls, then of seven kernel calls, not arithmetic. These kernels
+do the same IEEE operations in the same order as those calls (no fast-math; sums in numpy's
+pairwise order, added to zero as ``np.add.reduce`` adds them), so value and gradient keep their
+bits; the tests compare them with automatic differentiation. ``log`` and ``power`` are the C
+library's, as numpy computes them at its baseline SIMD level: numpy's AVX-512 routines round
+differently in the last bit, and a fit near a flat optimum would then stop elsewhere on such a
+CPU (:func:`powers_and_logs`).
 """
 
 from __future__ import annotations
@@ -175,3 +176,65 @@ def gradient(
         grad_gamma,
     )
     return out
+
+
+@_jit
+def objective(x, local_bsz, inter, intra, extra, log_step, log_accum, across, within, two, half):
+    """The objective's value and gradient at ``x``, as the artifact's evaluation computes them
+    (:class:`~goodput_sim.models.artifact_fit._ArtifactObjective`): forward, then backward from
+    the priors' parts. Its scalar powers are numpy's: ``np.power(v, 2)`` squares, while
+    ``v ** 2`` and ``v ** -0.5`` call the C library's ``pow``, which differs from a square in
+    about 1 case in 1,200; so ``two`` (2.0) and ``half`` (-0.5) are passed in at run time, where
+    the compiler cannot turn ``pow(v, 2.0)`` into ``v * v``."""
+    alpha_n, beta_n, alpha_r, beta_r, gamma = x[2], x[3], x[4], x[5], x[6]
+    rows = local_bsz.shape[0]
+    # Forward.
+    t_acc, t_net = step_pieces(x, local_bsz, inter, intra, extra)
+    acc_pow, net_pow, powers, log_sum, log_acc, acc_less, log_net, net_less = powers_and_logs(
+        t_acc, t_net, gamma
+    )
+    step_error, acc_error, acc_mean, step_mean = log_errors(
+        log_sum, log_acc, log_step, log_accum, gamma
+    )
+    gamma_less = gamma - 1
+    ratio_n, ratio_r = beta_n / alpha_n, beta_r / alpha_r
+    value = (
+        math.sqrt(acc_mean)
+        + math.sqrt(step_mean)
+        + 1e-3 * (gamma_less * gamma_less)
+        + 1e-2 * (ratio_n * ratio_n + ratio_r * ratio_r)
+    )
+    # Backward, from the last operation to the first: the priors' parts, then the step-time
+    # terms' and the accumulation-time terms'. A mean's derivative spreads over the rows, then
+    # the square's doubles: scalars first, then per row.
+    g_ratio = 1e-2 * 1.0 * 2
+    g_ratio_r, g_ratio_n = g_ratio * ratio_r, g_ratio * ratio_n
+    priors = np.empty(5)
+    priors[0] = -g_ratio_n * beta_n / math.pow(alpha_n, two)
+    priors[1] = g_ratio_n / alpha_n
+    priors[2] = -g_ratio_r * beta_r / math.pow(alpha_r, two)
+    priors[3] = g_ratio_r / alpha_r
+    priors[4] = 1e-3 * 1.0 * 2 * gamma_less
+    gradient_at = gradient(
+        step_error,
+        acc_error,
+        1.0 * 0.5 * math.pow(step_mean, half) / rows * 2,
+        1.0 * 0.5 * math.pow(acc_mean, half) / rows * 2,
+        gamma,
+        math.pow(gamma, two),
+        powers,
+        log_sum,
+        t_acc,
+        acc_pow,
+        log_acc,
+        acc_less,
+        net_pow,
+        log_net,
+        net_less,
+        extra,
+        local_bsz,
+        across,
+        within,
+        priors,
+    )
+    return value, gradient_at
