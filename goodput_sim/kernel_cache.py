@@ -49,6 +49,7 @@ def signatures() -> dict:
         artifact.step_pieces: [(f1, f1, b1d, b1d, f1)],
         artifact.powers_and_logs: [(f1, f1, f8)],
         libm._power_each: [(f1, f1)],
+        libm._power_by: [(f1, f8)],
         libm._logs: [(f1, b1), (t.float32[::1], b1)],
         artifact.log_errors: [(f1, f1, f1, f1, f8)],
         artifact.gradient: [(f1, f1, f8, f8, f8, f8, *(f1,) * 11, i1, i1, f1)],

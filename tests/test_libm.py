@@ -45,3 +45,23 @@ def test_power_log10_and_scalar_powers_are_numpys_at_its_baseline():
         "                             for e in (2.0, 0.5, -1.0, 1.7)]).tobytes().hex()}))\n"
     )
     assert got == want
+
+
+def network_times() -> dict[str, list[str]]:
+    """Each bundled profile's network seconds at shapes inside and outside its measurements."""
+    from goodput_sim.profiles import bundled_profiles_path, load_profiles
+
+    shapes = [(n, r) for n in (1, 2, 3, 5) for r in (2, 3, 6, 12, 24, 40) if r >= n]
+    return {
+        name: [float(profile.network_time(n, r)).hex() for n, r in shapes]
+        for name, profile in load_profiles(bundled_profiles_path()).items()
+    }
+
+
+def test_profiles_interpolate_network_times_alike_on_every_cpu():
+    """A parametric profile interpolates its network times in log space (``log``, then
+    ``exp``) with the C library's functions: its true step times, which every job's
+    observations read, are those of numpy at its baseline. (On AVX-512 numpy's own rounded
+    differently, and sia's first Philly week ended 0.06% apart.)"""
+    program = "import json\nfrom test_libm import network_times as n\nprint(json.dumps(n()))\n"
+    assert network_times() == without_simd(program)

@@ -36,6 +36,14 @@ def scalar_power(x, exponent):
 
 
 @_jit
+def _power_by(base, exponent):
+    out = np.empty(base.shape[0])
+    for i in range(base.shape[0]):
+        out[i] = scalar_power(base[i], exponent)
+    return out
+
+
+@_jit
 def _power_each(base, exponent):
     out = np.empty(base.shape[0])
     for i in range(base.shape[0]):
@@ -52,8 +60,12 @@ def _logs(values, decimal):
 
 
 def power(base: ArrayLike, exponent: ArrayLike) -> NDArray:
-    """``np.power(base, exponent)`` in double precision as at numpy's baseline SIMD level, for
-    an array of exponents (a scalar one would take numpy's shortcuts: :func:`scalar_power`)."""
+    """``np.power(base, exponent)`` in double precision as at numpy's baseline SIMD level: a
+    scalar exponent takes numpy's shortcuts (:func:`scalar_power`), an array of them does not."""
+    if np.ndim(exponent) == 0:
+        base = np.asarray(base, dtype=np.float64)
+        flat = _power_by(np.ascontiguousarray(base).reshape(-1), float(exponent))
+        return flat.reshape(base.shape)
     left, right = np.broadcast_arrays(
         np.asarray(base, dtype=np.float64), np.asarray(exponent, dtype=np.float64)
     )

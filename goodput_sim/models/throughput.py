@@ -56,9 +56,13 @@ def network_time(params: ThroughputParams, nodes: ArrayLike, replicas: ArrayLike
 
 def gamma_norm(a: ArrayLike, b: ArrayLike, gamma: ArrayLike) -> NDArray:
     """``(a^g + b^g)^(1/g)``, the overlap of compute and communication, computed as
-    ``m * (1 + (x/m)^g)^(1/g)`` with ``m = max(a, b)`` to avoid overflow."""
+    ``m * (1 + (x/m)^g)^(1/g)`` with ``m = max(a, b)`` to avoid overflow; the powers are
+    numpy's at its baseline SIMD level on every CPU (:mod:`~goodput_sim.models.libm`)."""
+    from goodput_sim.models import libm  # the C library's pow on every CPU (loads numba)
+
     big, small = np.maximum(a, b), np.minimum(a, b)
-    return big * (1.0 + (small / big) ** gamma) ** (1.0 / gamma)
+    inverse = 1.0 / np.asarray(gamma, dtype=np.float64)
+    return big * libm.power(1.0 + libm.power(small / big, gamma), inverse)
 
 
 def step_times(

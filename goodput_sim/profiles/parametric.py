@@ -11,6 +11,7 @@ between the validated batch sizes, as SPEC 2.2 does for the raw traces.
 from __future__ import annotations
 
 import difflib
+import math
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -277,7 +278,7 @@ class ParametricProfile(ApplicationProfile):
         value = linear(point)[0]
         if not np.isfinite(value):
             value = nearest(point)[0]
-        table[key] = float(np.exp(value))
+        table[key] = math.exp(float(value))  # the C library's, as numpy's without AVX-512
         return table[key]
 
     @cached_property
@@ -290,7 +291,7 @@ class ParametricProfile(ApplicationProfile):
     @cached_property
     def _network_interpolators(self):
         points = np.column_stack([self._net_nodes, self._net_replicas])
-        values = np.log(self._net_time)
+        values = np.array([math.log(t) for t in self._net_time])  # the C library's (as above)
         return linear_or_nearest(points, values, min_points=4)
 
     def gamma(self, nodes: int) -> float:
