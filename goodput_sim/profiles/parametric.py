@@ -291,7 +291,9 @@ class ParametricProfile(ApplicationProfile):
     @cached_property
     def _network_interpolators(self):
         points = np.column_stack([self._net_nodes, self._net_replicas])
-        values = np.array([math.log(t) for t in self._net_time])  # the C library's (as above)
+        from goodput_sim.models import libm  # the C library's log on every CPU
+
+        values = libm.log(self._net_time)
         return linear_or_nearest(points, values, min_points=4)
 
     def gamma(self, nodes: int) -> float:
