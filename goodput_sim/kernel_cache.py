@@ -33,19 +33,22 @@ def signatures() -> dict:
     from goodput_sim.policies import kernels
 
     f8, i8, b1 = t.float64, t.int64, t.boolean
-    f1, fa, f2, f2f, f3 = f8[::1], f8[:], f8[:, ::1], f8[::1, :], f8[:, :, ::1]
+    f1, f2, f3 = f8[::1], f8[:, ::1], f8[:, :, ::1]
     i1, i2, b1d, b2 = i8[::1], i8[:, ::1], b1[::1], b1[:, ::1]
-    jacobian = [(f1,) * 7 + (last, f1, b1d, b1d, f8, f8, f8) for last in (f1, fa)]
+    fit_inputs = (f1, i1, f1, b1d, b1d, f1, f1, f8, f8)  # the data of one fit
     return {
         kernels.greedy_counts_kernel: [(f2, i8, i1, b2, b1)],
         kernels.place_kernel: [(i2, i1, b1d, i1, i1, i8, b1)],
         kernels.restoration_counts: [(i2, i2, i1, i1, i1, i1, b1)],
         kernels.transfer_moves: [(i2, i2, i1, i1, i1, i1, b1, f3, i1, f1, i8)],
+        fit.levenberg_marquardt: [(f1, f1, f1, *fit_inputs, f8, i8)],
+        fit.objective: [(f1, *fit_inputs)],
+        fit.jacobian: [(t.UniTuple(f1, 9), i1, f1, b1d, b1d, f1, f8, f8)],
         fit.damped_solve: [(f2, f8, f1, f1)],
-        fit.log_error_jacobian: jacobian,
+        fit.log_error_jacobian: [(f1,) * 9 + (b1d, b1d, f8, f8, f8)],
         fit.log_errors: [(f1, f1, f8, f8, f1)],
-        fit.normal_equations: [(f2f, f1), (f2, f1)],
-        fit.sync_terms: [(f1, bsz, b1d, b1d, f1, f8) for bsz in (f1, fa)],
+        fit.normal_equations: [(f2, f1)],
+        fit.sync_terms: [(f1, f1, b1d, b1d, f1, f8)],
         artifact.step_pieces: [(f1, f1, b1d, b1d, f1)],
         artifact.powers_and_logs: [(f1, f1, f8)],
         libm._power_each: [(f1, f1)],

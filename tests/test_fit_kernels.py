@@ -1,5 +1,7 @@
 """The throughput fit's compiled arithmetic (:mod:`goodput_sim.models.fit_kernels`) gives the
-bits of the numpy expressions and plain-Python solver it replaced, so fits are unchanged."""
+bits of the numpy expressions and plain-Python solver it replaced, so fits are unchanged. The
+oracles take ``log`` and ``**`` from :mod:`goodput_sim.models.libm` (numpy's at its baseline
+SIMD level, as ``test_libm`` checks), so they hold on CPUs with AVX-512 too."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goodput_sim.models import libm
 from goodput_sim.models.fit_kernels import damped_solve, normal_equations
-from goodput_sim.models.throughput import TINY
-from goodput_sim.models.throughput_fit import LogFitObjective
+from goodput_sim.models.throughput import _LOWER, _UPPER, TINY, ThroughputModel
+from goodput_sim.models.throughput_fit import MAX_STEPS, LogFitObjective
 
 
 def python_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -82,7 +85,8 @@ class NumpyObjective(LogFitObjective):
     compiled."""
 
     def residuals(self, x):
-        theta = self.theta(x)
+        theta = self.full.copy()
+        theta[self.free] = x
         alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
         t_acc = alpha_c + beta_c * self.local_bsz
         t_net = np.where(
@@ -92,13 +96,13 @@ class NumpyObjective(LogFitObjective):
         )
         big = np.maximum(t_acc, t_net)
         u = np.minimum(t_acc, t_net) / big
-        ug = u**gamma
+        ug = libm.power(u, gamma)
         total = 1.0 + ug
         self.oracle_last = (theta, t_acc, t_net, big, u, ug, total)
         rows = self.rows
         out = np.empty(2 * rows + 3)
-        out[:rows] = np.log(t_acc)
-        out[rows : 2 * rows] = np.log(big) + np.log(total) / gamma
+        out[:rows] = libm.log(t_acc)
+        out[rows : 2 * rows] = libm.log(big) + libm.log(total) / gamma
         out[: 2 * rows] = self.scale * (out[: 2 * rows] - self.targets)
         c_gamma, c_net = np.sqrt(1e-3), np.sqrt(1e-2)
         out[2 * rows :] = (
@@ -113,8 +117,8 @@ class NumpyObjective(LogFitObjective):
         theta, t_acc, t_net, big, u, ug, total = self.oracle_last
         _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = theta.tolist()
         rows, scale, b = self.rows, self.scale, self.local_bsz
-        w_acc = (t_acc / big) ** gamma / total
-        w_net = (t_net / big) ** gamma / total
+        w_acc = libm.power(t_acc / big, gamma) / total
+        w_net = libm.power(t_net / big, gamma) / total
         jac = np.zeros((2 * rows + 3, 7))
         jac[:rows, 0] = scale / t_acc
         jac[:rows, 1] = jac[:rows, 0] * b
@@ -125,8 +129,10 @@ class NumpyObjective(LogFitObjective):
         jac[rows : 2 * rows, 3] = jac[rows : 2 * rows, 2] * self.extra
         jac[rows : 2 * rows, 4] = np.where(self.intra, net, 0.0)
         jac[rows : 2 * rows, 5] = jac[rows : 2 * rows, 4] * self.extra
-        log_u = np.log(np.maximum(u, 1e-300))
-        jac[rows : 2 * rows, 6] = scale * (-np.log(total) / gamma**2 + ug * log_u / (gamma * total))
+        log_u = libm.log(np.maximum(u, 1e-300))
+        jac[rows : 2 * rows, 6] = scale * (
+            -libm.log(total) / gamma**2 + ug * log_u / (gamma * total)
+        )
         jac[2 * rows, 6] = np.sqrt(1e-3)
         c = np.sqrt(1e-2)
         jac[2 * rows + 1, 2:4] = (-c * beta_n / alpha_n**2, c / alpha_n)
@@ -164,3 +170,89 @@ def test_objective_matches_its_numpy_oracle(seed):
         with np.errstate(all="ignore"):
             assert same_bits(compiled.residuals(x), oracle.residuals(x))
             assert same_bits(compiled.jacobian(x), oracle.jacobian(x))
+
+
+def python_levenberg_marquardt(residuals, jacobian, x0, lower, upper, max_iter=MAX_STEPS):
+    """The oracle: the projected Levenberg-Marquardt solver in numpy and plain Python, as the
+    fit ran it before the whole loop was compiled."""
+    x = np.minimum(np.maximum(x0, lower), upper)
+    r = residuals(x)
+    cost = float(np.sum(r * r))
+    damping = 1e-3
+    for _ in range(max_iter):
+        jac = jacobian(x)
+        grad, hessian = normal_equations(jac, r)
+        move = ~(((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0)))
+        if not move.all():
+            if not move.any():
+                return x, True
+            grad, low, high = grad[move], lower[move], upper[move]
+            hessian = hessian[np.ix_(move, move)]
+        else:
+            low, high = lower, upper
+        if np.abs(grad).max() < 1e-14:
+            return x, True
+        scaling = np.maximum(hessian.diagonal(), 1e-12)
+        while True:
+            step, solved = damped_solve(hessian, damping, scaling, -grad)
+            if not solved:
+                damping *= 10.0
+                continue
+            trial = x.copy()
+            trial[move] = np.minimum(np.maximum(x[move] + step, low), high)
+            r_trial = residuals(trial)
+            cost_trial = float(np.sum(r_trial * r_trial))
+            if np.isfinite(cost_trial) and cost_trial < cost:
+                improvement = cost - cost_trial
+                x, r, cost = trial, r_trial, cost_trial
+                damping = max(damping / 3.0, 1e-12)
+                if improvement <= 1e-8 * cost + 1e-18:
+                    return x, True
+                break
+            damping *= 4.0
+            if damping > 1e12:
+                return x, True
+    return x, False
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_compiled_solver_matches_the_python_solver(seed):
+    """A whole fit in one compiled call (kernel ``levenberg_marquardt``) ends at the bits of the
+    numpy-and-Python solver on the numpy objective: noisy observations of a random model, some
+    parameters frozen, starts on and off the bounds (gamma 1 and 2 among them)."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(1, 25))
+    nodes = rng.integers(1, 4, rows).astype(float)
+    replicas = nodes * rng.integers(1, 5, rows)
+    local_bsz = rng.integers(8, 512, rows).astype(float)
+    log_acc = np.log(1e-3 + 1e-4 * local_bsz) + rng.normal(0, 0.3, rows)
+    log_sync = log_acc + np.abs(rng.normal(0.2, 0.5, rows))
+    free = rng.random(7) < 0.8
+    free[[0, 6]] = True
+    full = np.clip(np.exp(rng.uniform(-8, 0, 7)), _LOWER, _UPPER)
+    full[6] = rng.choice([1.0, 1.001, 2.0, rng.uniform(1, 10)])
+    args = (nodes, replicas, local_bsz, log_acc, log_sync, full, free)
+    compiled, oracle = LogFitObjective(*args), NumpyObjective(*args)
+    x0 = np.clip(full[free], _LOWER[free] * (1 + 1e-9), _UPPER[free])
+    if seed % 3 == 0:
+        x0 = np.clip(full[free], _LOWER[free], _UPPER[free])  # some start on their bound
+    lower, upper = _LOWER[free], _UPPER[free]
+    with np.errstate(all="ignore"):
+        expected, done = python_levenberg_marquardt(
+            oracle.residuals, oracle.jacobian, x0, lower, upper
+        )
+    x, converged = compiled.minimise(x0, lower, upper)
+    assert same_bits(x, expected) and converged == done
+
+
+def test_a_fit_cut_short_is_not_converged(monkeypatch):
+    """A fit given a single step reports that it did not converge."""
+    import goodput_sim.models.throughput_fit as fit
+
+    nodes = np.array([1.0, 1, 2, 2, 4])
+    replicas = np.array([1.0, 4, 8, 4, 16])
+    b = np.array([32.0, 64, 64, 128, 32])
+    acc, sync = 0.01 + 1e-4 * b, 0.05 + 1e-4 * b + 0.01 * nodes
+    assert ThroughputModel().fit(nodes, replicas, b, acc, sync).converged_
+    monkeypatch.setattr(fit, "MAX_STEPS", 1)
+    assert not ThroughputModel().fit(nodes, replicas, b, acc, sync).converged_

@@ -1,25 +1,33 @@
-"""Compiled arithmetic of the throughput fit (:mod:`goodput_sim.models.throughput_fit`): the
-model's pieces, log errors and Jacobian at a point, and each Levenberg-Marquardt step's normal
-equations and damped solve.
+"""Compiled throughput fit (:mod:`goodput_sim.models.throughput_fit`): the model's pieces, log
+errors and Jacobian at a point, each Levenberg-Marquardt step's normal equations and damped
+solve, and the whole projected Levenberg-Marquardt loop (:func:`levenberg_marquardt`), one call
+per fit.
 
 A fit takes about a dozen steps on a handful of rows, so a step's time was the fixed cost of
 Python and numpy calls, not arithmetic. These kernels do the same IEEE operations in the same
 order as the numpy expressions and the plain-Python solver they replace (products rounded before
 they are summed, numpy's pairwise summation, no fast-math), so fits are bit-identical;
 the tests compare them. Not BLAS or LAPACK: the kernels they pick for the machine's CPU sum in
-different orders, so fits would differ from one machine to another. The transcendental parts of
-the fit (``log``, ``**``) stay in numpy, whose SIMD routines round differently from the C
-library's."""
+different orders, so fits would differ from one machine to another. ``log`` and ``**`` are the C
+library's, as numpy computes them at its baseline SIMD level (:mod:`~goodput_sim.models.libm`):
+numpy's AVX-512 routines round differently."""
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
 
+from goodput_sim.models.libm import scalar_power
 from goodput_sim.numba_cache import use_writable_cache
 
 use_writable_cache()  # a read-only installation caches elsewhere
 _jit = numba.njit(cache=True, nogil=True)
+_jit_numpy_errors = numba.njit(cache=True, nogil=True, error_model="numpy")  # x / 0 is inf
+
+SQRT_GAMMA_PRIOR = math.sqrt(1e-3)  # square roots of the regularisation weights of SPEC 3.3
+SQRT_NET_PRIOR = math.sqrt(1e-2)
 
 
 _BLOCK = 128  # numpy's pairwise-summation block
@@ -224,3 +232,159 @@ def log_error_jacobian(
             -log_total[i] / gamma_sq + ug[i] * log_u[i] / (gamma * total[i])
         )
     return jac
+
+
+@_jit
+def _nan_max(a, b):
+    """``np.maximum(a, b)``: NaN when either is."""
+    return a if (a >= b or a != a) else b
+
+
+@_jit
+def _nan_min(a, b):
+    """``np.minimum(a, b)``: NaN when either is."""
+    return a if (a <= b or a != a) else b
+
+
+@_jit_numpy_errors
+def objective(x, full, free, local_bsz, inter, intra, extra, targets, scale, tiny):
+    """The fit's residuals at ``x`` (the parameters at indices ``free`` of ``full``): the
+    scaled log errors of compute and step times, then the three SPEC 3.3 priors; and the
+    pieces :func:`jacobian` reuses at the same point. ``log T_sync = log m + log(1 + u^g) / g``
+    with ``m = max(T_acc, T_net)`` and ``u = min / m``, which cannot overflow."""
+    theta = full.copy()
+    for k in range(free.shape[0]):
+        theta[free[k]] = x[k]
+    gamma = theta[6]
+    t_acc, t_net, big, u, shares, u_floor = sync_terms(theta, local_bsz, inter, intra, extra, tiny)
+    rows = local_bsz.shape[0]
+    ug, total, logs = np.empty(rows), np.empty(rows), np.empty(3 * rows)
+    for i in range(rows):
+        ug[i] = scalar_power(u[i], gamma)
+        total[i] = 1.0 + ug[i]
+    for i in range(rows):
+        logs[i] = math.log(t_acc[i])
+        logs[rows + i] = math.log(big[i])
+        logs[2 * rows + i] = math.log(total[i])
+    out = np.empty(2 * rows + 3)
+    log_errors(logs, targets, scale, gamma, out)
+    out[2 * rows] = SQRT_GAMMA_PRIOR * (gamma - 1.0)
+    out[2 * rows + 1] = SQRT_NET_PRIOR * theta[3] / theta[2]
+    out[2 * rows + 2] = SQRT_NET_PRIOR * theta[5] / theta[4]
+    return out, theta, t_acc, t_net, total, ug, shares, u_floor, logs
+
+
+@_jit_numpy_errors
+def jacobian(pieces, free, local_bsz, inter, intra, extra, scale, two):
+    """The residuals' exact Jacobian in the free parameters, from :func:`objective`'s pieces
+    at the same point. ``two`` is 2.0, passed in so that ``x ** 2`` stays the C library's
+    ``pow`` (as Python computes it) rather than being compiled to ``x * x``."""
+    _, theta, t_acc, t_net, total, ug, shares, u_floor, logs = pieces
+    gamma = theta[6]
+    rows = t_acc.shape[0]
+    powered, log_u = np.empty(2 * rows), np.empty(rows)
+    for i in range(2 * rows):
+        powered[i] = scalar_power(shares[i], gamma)
+    for i in range(rows):
+        log_u[i] = math.log(u_floor[i])
+    jac = log_error_jacobian(
+        t_acc,
+        t_net,
+        total,
+        ug,
+        powered,
+        logs[2 * rows :],
+        log_u,
+        local_bsz,
+        extra,
+        inter,
+        intra,
+        scale,
+        gamma,
+        math.pow(gamma, two),
+    )
+    jac[2 * rows, 6] = SQRT_GAMMA_PRIOR
+    c = SQRT_NET_PRIOR
+    jac[2 * rows + 1, 2] = -c * theta[3] / math.pow(theta[2], two)
+    jac[2 * rows + 1, 3] = c / theta[2]
+    jac[2 * rows + 2, 4] = -c * theta[5] / math.pow(theta[4], two)
+    jac[2 * rows + 2, 5] = c / theta[4]
+    out = np.empty((jac.shape[0], free.shape[0]))
+    for k in range(free.shape[0]):
+        out[:, k] = jac[:, free[k]]
+    return out
+
+
+@_jit
+def _sum_of_squares(r):
+    """``np.sum(r * r)``: products rounded, then numpy's pairwise sum."""
+    return _pairwise_sum(r * r, r.shape[0])
+
+
+@_jit_numpy_errors
+def levenberg_marquardt(
+    x0, lower, upper, full, free, local_bsz, inter, intra, extra, targets, scale, tiny, two, limit
+):
+    """Minimise the squared residuals of :func:`objective` within the box [lower, upper]:
+    Levenberg-Marquardt steps (Marquardt's diagonal scaling) on the parameters the gradient
+    does not hold at a bound, projected back into the box; at most ``limit`` steps. Returns
+    (x, converged): converged when the cost stops improving by more than scipy's default
+    ``ftol`` (relative 1e-8), the gradient vanishes or no damped step improves it."""
+    n = x0.shape[0]
+    x = np.empty(n)
+    for k in range(n):
+        x[k] = _nan_min(_nan_max(x0[k], lower[k]), upper[k])
+    pieces = objective(x, full, free, local_bsz, inter, intra, extra, targets, scale, tiny)
+    cost = _sum_of_squares(pieces[0])
+    damping = 1e-3
+    for _ in range(limit):
+        jac = jacobian(pieces, free, local_bsz, inter, intra, extra, scale, two)
+        grad, hessian = normal_equations(jac, pieces[0])
+        moving = np.empty(n, dtype=np.int64)  # the parameters free to move, in order
+        m = 0
+        for k in range(n):
+            held = (x[k] <= lower[k] and grad[k] > 0) or (x[k] >= upper[k] and grad[k] < 0)
+            if not held:
+                moving[m] = k
+                m += 1
+        if m == 0:
+            return x, True
+        moving = moving[:m]
+        g, low, high = grad[moving], lower[moving], upper[moving]
+        h = np.empty((m, m))
+        for a in range(m):
+            for b in range(m):
+                h[a, b] = hessian[moving[a], moving[b]]
+        largest = abs(g[0])  # np.abs(g).max(): NaN when any is
+        for k in range(1, m):
+            largest = _nan_max(largest, abs(g[k]))
+        if largest < 1e-14:
+            return x, True
+        scaling = np.empty(m)
+        for k in range(m):
+            scaling[k] = _nan_max(h[k, k], 1e-12)
+        while True:
+            step, solved = damped_solve(h, damping, scaling, -g)
+            if not solved:
+                damping *= 10.0
+                continue
+            trial = x.copy()
+            for j in range(m):
+                k = moving[j]
+                trial[k] = _nan_min(_nan_max(x[k] + step[j], low[j]), high[j])
+            tried = objective(
+                trial, full, free, local_bsz, inter, intra, extra, targets, scale, tiny
+            )
+            cost_trial = _sum_of_squares(tried[0])
+            if math.isfinite(cost_trial) and cost_trial < cost:
+                improvement = cost - cost_trial
+                x, pieces, cost = trial, tried, cost_trial
+                third = damping / 3.0
+                damping = 1e-12 if third < 1e-12 else third  # Python's max(third, 1e-12)
+                if improvement <= 1e-8 * cost + 1e-18:  # scipy's default ftol
+                    return x, True
+                break
+            damping *= 4.0
+            if damping > 1e12:
+                return x, True  # no step improves: a (bounded) minimum
+    return x, False

@@ -9,7 +9,6 @@ An optimizer step with ``s`` accumulation steps takes ``s * T_acc + T_sync``.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import astuple, dataclass, fields
 
 import numpy as np
@@ -108,29 +107,23 @@ class ThroughputModel:
         )
         if nodes.size == 0:
             raise ValueError("cannot fit a throughput model without observations")
-        log_acc = np.log(np.maximum(accum_time, TINY))
-        log_sync = np.log(np.maximum(step_time, TINY))
+        # Imported here: the fit's compiled kernels load numba, which only fits need.
+        from goodput_sim.models import libm
+        from goodput_sim.models.throughput_fit import LogFitObjective
+
+        log_acc = libm.log(np.maximum(accum_time, TINY))
+        log_sync = libm.log(np.maximum(step_time, TINY))
         initial = self.warm_start.as_array() if self.warm_start else _INITIAL.copy()
         frozen = self._frozen_values(nodes, replicas, local_bsz, accum_time)
         free = np.array([name not in frozen for name in PARAM_NAMES])
         full = np.clip(initial, _LOWER, _UPPER)
         for name, value in frozen.items():
             full[PARAM_NAMES.index(name)] = value
-        # Imported here: the solver's compiled kernels load numba (80 ms), which only fits need.
-        from goodput_sim.models.throughput_fit import (
-            LogFitObjective,
-            projected_levenberg_marquardt,
-        )
-
         objective = LogFitObjective(nodes, replicas, local_bsz, log_acc, log_sync, full, free)
         x0 = np.clip(full[free], _LOWER[free] * (1 + 1e-9), _UPPER[free])
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            x, self.converged_ = projected_levenberg_marquardt(
-                objective.residuals, objective.jacobian, x0, _LOWER[free], _UPPER[free]
-            )
-            if np.all(np.isfinite(x)):
-                full[free] = x
+        x, self.converged_ = objective.minimise(x0, _LOWER[free], _UPPER[free])
+        if np.all(np.isfinite(x)):
+            full[free] = x
         params = ThroughputParams(*full)
         if not np.any(nodes > 1):
             # Prior: crossing nodes costs at least 10% more than staying within one (SPEC 3.3).
