@@ -36,11 +36,13 @@ def signatures() -> dict:
     f1, f2, f3 = f8[::1], f8[:, ::1], f8[:, :, ::1]
     i1, i2, b1d, b2 = i8[::1], i8[:, ::1], b1[::1], b1[:, ::1]
     fit_inputs = (f1, i1, f1, b1d, b1d, f1, f1, f8, f8)  # the data of one fit
+    moves = (i2, i2, i1, i1, i1, i1, b1, f3, i1, f1, i8)  # a local search's moves
     return {
         kernels.greedy_counts_kernel: [(f2, i8, i1, b2, b1)],
         kernels.place_kernel: [(i2, i1, b1d, i1, i1, i8, b1)],
         kernels.restoration_counts: [(i2, i2, i1, i1, i1, i1, b1)],
-        kernels.transfer_moves: [(i2, i2, i1, i1, i1, i1, b1, f3, i1, f1, i8)],
+        kernels.transfer_moves: [moves],
+        kernels.best_harmonic_transfer: [(*moves, f1, f8)],
         fit.levenberg_marquardt: [(f1, f1, f1, *fit_inputs, f8, i8)],
         fit.objective: [(f1, *fit_inputs)],
         fit.jacobian: [(t.UniTuple(f1, 9), i1, f1, b1d, b1d, f1, f8, f8)],

@@ -253,6 +253,48 @@ def transfer_moves(
 
 
 @_jit
+def best_harmonic_transfer(
+    best,
+    current,
+    capacity,
+    receivers,
+    givers,
+    caps,
+    avoid,
+    table,
+    floors,
+    penalties,
+    largest,
+    cost,
+    epsilon,
+):
+    """The best of :func:`transfer_moves` under the harmonic mean (fairness p = -1, each job
+    costing ``1 / (value + epsilon)``): (found, giver, receiver, node, amount, change of the
+    cost sum), the change computed as :func:`goodput_sim.policies.local_search._best_transfer`
+    computes it with numpy and the first of equal moves taken (a NaN first, as numpy's argmin
+    does), without materialising the per-move changes. Not found when there is no move or the
+    best change is not finite."""
+    giver, receiver, node, amount, feasible, value_b, value_a = transfer_moves(
+        best, current, capacity, receivers, givers, caps, avoid, table, floors, penalties, largest
+    )
+    top, low = -1, np.inf
+    for m in range(amount.shape[0]):
+        if feasible[m]:
+            change = 1.0 / (value_b[m] + epsilon) - cost[receiver[m]]
+            a = giver[m]
+            change = change + ((1.0 / (value_a[m] + epsilon) - cost[a]) if a >= 0 else 0.0)
+        else:
+            change = np.inf
+        if change != change:  # numpy's argmin stops at the first NaN
+            return False, 0, 0, 0, 0, change
+        if top < 0 or change < low:
+            top, low = m, change
+    if top < 0 or not np.isfinite(low):
+        return False, 0, 0, 0, 0, low
+    return True, giver[top], receiver[top], node[top], amount[top], low
+
+
+@_jit
 def restoration_counts(allocation, current, capacity, moved, donors, caps, avoid):
     """Per-job counts of each candidate of
     :func:`goodput_sim.policies.local_search._restorations`: job ``moved[c]`` back on its

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from goodput_sim.policies.problem import AllocationProblem
+from goodput_sim.policies.problem import EPSILON, AllocationProblem
 
 
 def _cost(problem: AllocationProblem, jobs, replicas, nodes, changed) -> NDArray[np.float64]:
@@ -33,11 +33,11 @@ def _best_transfer(problem, best, cost):
     nodes, only the first it fills completely. With more jobs than ``problem.candidates``,
     receivers and givers are that many jobs each: those one more GPU helps most and one fewer
     hurts least. The first of equally good moves wins."""
-    from goodput_sim.policies.kernels import transfer_moves
+    from goodput_sim.policies.kernels import best_harmonic_transfer, transfer_moves
 
     receivers, givers = _movers(problem, cost, best.sum(axis=1), (best > 0).sum(axis=1))
     floors = _NO_FLOORS if problem.floors is None else problem.floors
-    giver, receiver, node, amount, ok, value_b, value_a = transfer_moves(
+    moves = (
         best,
         problem.current,
         problem.capacity,
@@ -50,6 +50,10 @@ def _best_transfer(problem, best, cost):
         np.asarray(problem.penalties, dtype=np.float64),
         problem.largest_node,
     )
+    if problem.fairness.p == -1:  # the default: scored in the kernel, as below
+        found, a, b, n, amount, delta = best_harmonic_transfer(*moves, cost, EPSILON)
+        return (_moved(best, a, b, n, amount), float(delta)) if found else (None, 0.0)
+    giver, receiver, node, amount, ok, value_b, value_a = transfer_moves(*moves)
     if not len(amount):
         return None, 0.0
     gives = giver >= 0
@@ -59,11 +63,17 @@ def _best_transfer(problem, best, cost):
     top = int(np.argmin(delta))
     if not np.isfinite(delta[top]):
         return None, 0.0
+    return _moved(best, giver[top], receiver[top], node[top], amount[top]), float(delta[top])
+
+
+def _moved(best, giver: int, receiver: int, node: int, amount: int) -> NDArray[np.int64]:
+    """``best`` with ``amount`` GPUs on ``node`` handed to ``receiver`` by ``giver`` (-1: from
+    the free GPUs)."""
     out = best.copy()
-    out[receiver[top], node[top]] += amount[top]
-    if gives[top]:
-        out[giver[top], node[top]] -= amount[top]
-    return out, float(delta[top])
+    out[receiver, node] += amount
+    if giver >= 0:
+        out[giver, node] -= amount
+    return out
 
 
 _NO_FLOORS = np.zeros(0, dtype=np.int64)
