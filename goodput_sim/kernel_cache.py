@@ -47,7 +47,6 @@ def signatures() -> dict:
         fit.objective: [(f1, *fit_inputs)],
         fit.jacobian: [(t.UniTuple(f1, 9), i1, f1, b1d, b1d, f1, f8, f8)],
         fit.damped_solve: [(f2, f8, f1, f1)],
-        fit.log_error_jacobian: [(f1,) * 9 + (b1d, b1d, f8, f8, f8)],
         fit.log_errors: [(f1, f1, f8, f8, f1)],
         fit.normal_equations: [(f2, f1)],
         fit.sync_terms: [(f1, f1, b1d, b1d, f1, f8)],

@@ -191,50 +191,6 @@ def log_errors(logs, targets, scale, gamma, out):
 
 
 @_jit
-def log_error_jacobian(
-    t_acc,
-    t_net,
-    total,
-    ug,
-    powered,
-    log_total,
-    log_u,
-    local_bsz,
-    extra,
-    inter,
-    intra,
-    scale,
-    gamma,
-    gamma_sq,
-):
-    """The log errors' derivatives in all seven parameters (prior rows left zero), from
-    :func:`sync_terms`' pieces, ``powered`` = its shares to the power gamma, ``log_total`` =
-    log(1 + u^g), ``log_u`` = log max(u, 1e-300) and ``gamma_sq`` = gamma ** 2."""
-    rows = t_acc.shape[0]
-    jac = np.zeros((2 * rows + 3, 7))
-    for i in range(rows):
-        w_acc = powered[i] / total[i]  # share of T_acc^g in the gamma-norm
-        w_net = powered[rows + i] / total[i]
-        d_acc = scale / t_acc[i]
-        jac[i, 0] = d_acc
-        jac[i, 1] = d_acc * local_bsz[i]
-        d_sync = w_acc * d_acc
-        jac[rows + i, 0] = d_sync
-        jac[rows + i, 1] = d_sync * local_bsz[i]
-        net = scale * w_net / t_net[i]
-        across = net if inter[i] else 0.0
-        within = net if intra[i] else 0.0
-        jac[rows + i, 2] = across
-        jac[rows + i, 3] = across * extra[i]
-        jac[rows + i, 4] = within
-        jac[rows + i, 5] = within * extra[i]
-        jac[rows + i, 6] = scale * (
-            -log_total[i] / gamma_sq + ug[i] * log_u[i] / (gamma * total[i])
-        )
-    return jac
-
-
-@_jit
 def _nan_max(a, b):
     """``np.maximum(a, b)``: NaN when either is."""
     return a if (a >= b or a != a) else b
@@ -281,28 +237,29 @@ def jacobian(pieces, free, local_bsz, inter, intra, extra, scale, two):
     ``pow`` (as Python computes it) rather than being compiled to ``x * x``."""
     _, theta, t_acc, t_net, total, ug, shares, u_floor, logs = pieces
     gamma = theta[6]
+    gamma_sq = math.pow(gamma, two)
     rows = t_acc.shape[0]
-    powered, log_u = np.empty(2 * rows), np.empty(rows)
-    for i in range(2 * rows):
-        powered[i] = scalar_power(shares[i], gamma)
+    jac = np.zeros((2 * rows + 3, 7))
     for i in range(rows):
-        log_u[i] = math.log(u_floor[i])
-    jac = log_error_jacobian(
-        t_acc,
-        t_net,
-        total,
-        ug,
-        powered,
-        logs[2 * rows :],
-        log_u,
-        local_bsz,
-        extra,
-        inter,
-        intra,
-        scale,
-        gamma,
-        math.pow(gamma, two),
-    )
+        w_acc = scalar_power(shares[i], gamma) / total[i]  # share of T_acc^g in the gamma-norm
+        w_net = scalar_power(shares[rows + i], gamma) / total[i]
+        d_acc = scale / t_acc[i]
+        jac[i, 0] = d_acc
+        jac[i, 1] = d_acc * local_bsz[i]
+        d_sync = w_acc * d_acc
+        jac[rows + i, 0] = d_sync
+        jac[rows + i, 1] = d_sync * local_bsz[i]
+        net = scale * w_net / t_net[i]
+        across = net if inter[i] else 0.0
+        within = net if intra[i] else 0.0
+        jac[rows + i, 2] = across
+        jac[rows + i, 3] = across * extra[i]
+        jac[rows + i, 4] = within
+        jac[rows + i, 5] = within * extra[i]
+        log_u = math.log(u_floor[i])
+        jac[rows + i, 6] = scale * (
+            -logs[2 * rows + i] / gamma_sq + ug[i] * log_u / (gamma * total[i])
+        )
     jac[2 * rows, 6] = SQRT_GAMMA_PRIOR
     c = SQRT_NET_PRIOR
     jac[2 * rows + 1, 2] = -c * theta[3] / math.pow(theta[2], two)
