@@ -144,23 +144,32 @@ def transfer_moves(
     feasible, and the receiver's and the giver's values after it (0 for an infeasible
     move; ``floors`` empty: none)."""
     jobs, nodes = best.shape
-    used = best > 0
-    free = capacity - best.sum(axis=0)
-    count = used.sum(axis=1)
-    distributed = count > 1
-    crowd = np.zeros(nodes, dtype=np.int64)
-    home = np.zeros(jobs, dtype=np.int64)
+    # Per job and per node counts, in one pass over the allocation.
+    used = np.empty((jobs, nodes), dtype=np.bool_)
+    free = capacity.copy()
+    count = np.zeros(jobs, dtype=np.int64)
+    replicas = np.zeros(jobs, dtype=np.int64)
     differ = np.zeros(jobs, dtype=np.int64)
-    replicas = best.sum(axis=1)
+    home = np.zeros(jobs, dtype=np.int64)
     for j in range(jobs):
         first = -1
         for n in range(nodes):
-            if used[j, n]:
-                crowd[n] += distributed[j]
+            held = best[j, n]
+            used[j, n] = held > 0
+            free[n] -= held
+            replicas[j] += held
+            differ[j] += held != current[j, n]
+            if held > 0:
+                count[j] += 1
                 if first < 0:
                     first = n
-            differ[j] += best[j, n] != current[j, n]
         home[j] = max(first, 0)
+    distributed = count > 1
+    crowd = np.zeros(nodes, dtype=np.int64)  # distributed jobs on each node
+    for j in range(jobs):
+        if distributed[j]:
+            for n in range(nodes):
+                crowd[n] += used[j, n]
     # Nodes with free GPUs, the first of each (free, distributed jobs) class, in node order.
     seen = np.zeros((max(free.max(), 0) + 1) * (jobs + 1), dtype=np.bool_)
     representatives = np.empty(nodes, dtype=np.int64)
