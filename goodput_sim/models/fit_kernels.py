@@ -155,6 +155,18 @@ def damped_solve(hessian, damping, scaling, rhs):
 
 
 @_jit
+def _nan_max(a, b):
+    """``np.maximum(a, b)``: NaN when either is."""
+    return a if (a >= b or a != a) else b
+
+
+@_jit
+def _nan_min(a, b):
+    """``np.minimum(a, b)``: NaN when either is."""
+    return a if (a <= b or a != a) else b
+
+
+@_jit
 def sync_terms(theta, local_bsz, inter, intra, extra, tiny):
     """Per observation, the step-time model's pieces at parameters ``theta`` (SPEC 3.1):
     T_acc, T_net, m = max(T_acc, T_net), u = min / m, the shares T_acc / m and T_net / m (one
@@ -171,11 +183,10 @@ def sync_terms(theta, local_bsz, inter, intra, extra, tiny):
             n = theta[4] + theta[5] * extra[i]
         else:
             n = tiny + tiny * extra[i]
-        m = a if (a >= n or a != a) else n
-        small = a if (a <= n or a != a) else n
+        m = _nan_max(a, n)
         t_acc[i], t_net[i], big[i] = a, n, m
-        u[i] = small / m
-        u_floor[i] = u[i] if (u[i] >= 1e-300 or u[i] != u[i]) else 1e-300
+        u[i] = _nan_min(a, n) / m
+        u_floor[i] = _nan_max(u[i], 1e-300)
         shares[i], shares[rows + i] = a / m, n / m
     return t_acc, t_net, big, u, shares, u_floor
 
@@ -188,18 +199,6 @@ def log_errors(logs, targets, scale, gamma, out):
     for i in range(rows):
         out[i] = scale * (logs[i] - targets[i])
         out[rows + i] = scale * ((logs[rows + i] + logs[2 * rows + i] / gamma) - targets[rows + i])
-
-
-@_jit
-def _nan_max(a, b):
-    """``np.maximum(a, b)``: NaN when either is."""
-    return a if (a >= b or a != a) else b
-
-
-@_jit
-def _nan_min(a, b):
-    """``np.minimum(a, b)``: NaN when either is."""
-    return a if (a <= b or a != a) else b
 
 
 @_jit_numpy_errors

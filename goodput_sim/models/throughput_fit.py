@@ -13,6 +13,9 @@ from goodput_sim.models.fit_kernels import jacobian, levenberg_marquardt, object
 from goodput_sim.models.numerics import TINY
 
 MAX_STEPS = 200  # Levenberg-Marquardt steps before a fit is reported as not converged
+# The exponent of the fit's squares, passed to the kernels at run time so that ``x ** 2`` stays
+# the C library's ``pow`` (:func:`~goodput_sim.models.fit_kernels.jacobian`).
+_TWO = 2.0
 
 
 class LogFitObjective:
@@ -48,7 +51,8 @@ class LogFitObjective:
         if self._last is None or self._last[0] is not x:
             self.residuals(x)
         _, pieces = self._last
-        return jacobian(pieces, *self._data[1:6], self.scale, 2.0)
+        local_bsz, inter, intra, extra = self.local_bsz, self.inter, self.intra, self.extra
+        return jacobian(pieces, self._columns, local_bsz, inter, intra, extra, self.scale, _TWO)
 
     def minimise(self, x0: NDArray, lower: NDArray, upper: NDArray) -> tuple[NDArray, bool]:
         """(free parameters, converged): projected Levenberg-Marquardt from ``x0`` within the
@@ -56,4 +60,4 @@ class LogFitObjective:
         parameters a step is a few microseconds of arithmetic, where scipy's bounded
         trust-region solver spends milliseconds of Python per fit."""
         x0, lower, upper = (np.ascontiguousarray(a, dtype=np.float64) for a in (x0, lower, upper))
-        return levenberg_marquardt(x0, lower, upper, *self._data, 2.0, MAX_STEPS)
+        return levenberg_marquardt(x0, lower, upper, *self._data, _TWO, MAX_STEPS)
