@@ -1,9 +1,9 @@
 """The compiled kernels' cache: where numba keeps it, and compiling it once.
 
-The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`) and the throughput fits'
-(:mod:`goodput_sim.models.fit_kernels`, :mod:`goodput_sim.models.artifact_kernels`) are
-compiled by numba and cached on disk (``njit(cache=True)``): about 15 s of CPU the first time,
-a third of a second to load after.
+The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`), the throughput fits'
+(:mod:`goodput_sim.models.fit_kernels`, :mod:`goodput_sim.models.artifact_kernels`) and the batch
+choice's (:mod:`goodput_sim.models.batch_kernels`) are compiled by numba and cached on disk
+(``njit(cache=True)``): about 15 s of CPU the first time, a third of a second to load after.
 :func:`warm` compiles every signature the simulator calls them with, once; ``make install``
 runs it (``python -m goodput_sim.kernel_cache``), and commands that start worker processes run
 it in the parent first, so the workers load the kernels instead of each compiling them.
@@ -28,6 +28,7 @@ def signatures() -> dict:
     from numba import types as t
 
     from goodput_sim.models import artifact_kernels as artifact
+    from goodput_sim.models import batch_kernels as batch
     from goodput_sim.models import fit_kernels as fit
     from goodput_sim.models import libm
     from goodput_sim.policies import kernels
@@ -35,6 +36,8 @@ def signatures() -> dict:
     f8, i8, b1 = t.float64, t.int64, t.boolean
     f1, f2, f3 = f8[::1], f8[:, ::1], f8[:, :, ::1]
     i1, i2, b1d, b2 = i8[::1], i8[:, ::1], b1[::1], b1[:, ::1]
+    grid1, grid2 = t.Array(f8, 1, "C", readonly=True), t.Array(f8, 2, "C", readonly=True)
+    mask = t.Array(b1, 2, "C", readonly=True)  # a grid's arrays are read-only (ConfigGrid)
     fit_inputs = (f1, i1, f1, b1d, b1d, f1, f1, f8, f8)  # the data of one fit
     moves = (i2, i2, i1, i1, i1, i1, b1, f3, i1, f1, i8)  # a local search's moves
     return {
@@ -43,6 +46,7 @@ def signatures() -> dict:
         kernels.restoration_counts: [(i2, i2, i1, i1, i1, i1, b1)],
         kernels.transfer_moves: [moves],
         kernels.best_harmonic_transfer: [(*moves, f1, f8)],
+        batch.best_batches: [(grid2, grid2, mask, f1, f1, grid1, grid2, grid2, f8, f8, b1, i8)],
         fit.levenberg_marquardt: [(f1, f1, f1, *fit_inputs, f8, i8)],
         fit.objective: [(f1, *fit_inputs)],
         fit.jacobian: [(t.UniTuple(f1, 9), i1, f1, b1d, b1d, f1, f8, f8)],

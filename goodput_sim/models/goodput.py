@@ -46,6 +46,14 @@ class ConfigGrid:
     t_iter: NDArray
     outside: NDArray | None
 
+    def __post_init__(self) -> None:
+        """Every array C-ordered and read-only: grids are shared, and the batch kernel then
+        sees one type of argument."""
+        for name in ("replicas", "local_bsz", "accum", "total", "t_iter", "outside"):
+            array = getattr(self, name)
+            if array is not None:
+                object.__setattr__(self, name, _frozen(array))
+
 
 @dataclass(frozen=True)
 class GoodputModel:
@@ -174,29 +182,34 @@ class GoodputModel:
         but for its gradient statistics (any other grid is refused)."""
         if grid.key != without_statistics(self):
             raise ValueError("a configuration grid of another model's parameters or limits")
-        replicas = grid.replicas
-        if statistical and grad_sqr is None and grad_var is None:  # the model's, every row
-            # Scalars broadcast as the arrays below would: gain's arithmetic is elementwise
-            # (no transcendental functions), so every value is the same to the bit.
-            value = self._progress_rate(grid.total, grid.t_iter, self.grad_sqr, self.grad_var)
-        elif statistical:
-            shape = np.broadcast_shapes(
-                replicas.shape, np.shape(grad_sqr) if grad_sqr is not None else ()
-            )
-            sqr = np.broadcast_to(self.grad_sqr if grad_sqr is None else grad_sqr, shape)
-            var = np.broadcast_to(self.grad_var if grad_var is None else grad_var, shape)
-            value = self._progress_rate(grid.total, grid.t_iter, sqr[:, None], var[:, None])
-        else:
-            value = grid.total / grid.t_iter
-        if grid.outside is not None:
-            value = np.where(grid.outside, 0.0, value)
-        best = np.argmax(value, axis=1)
-        rows = np.arange(len(best))
-        cells = rows if len(grid.local_bsz) == len(rows) else np.zeros_like(rows)
-        b, s = grid.local_bsz[cells, best], grid.accum[cells, best]
-        # The job's final clamp (SPEC 4.2 step 4): never exceed the largest validated batch.
-        b = np.maximum(np.minimum(b, np.floor(self.max_batch_size / (replicas * (s + 1)))), 1.0)
-        return BatchChoice(value[rows, best], b, s)
+        from goodput_sim.models.batch_kernels import best_batches  # loads numba: runs that choose
+
+        sqr = _statistic(self.grad_sqr if grad_sqr is None else grad_sqr)
+        var = _statistic(self.grad_var if grad_var is None else grad_var)
+        rows = len(grid.replicas)
+        if statistical:  # a grid of one row serves every row of statistics
+            lengths = {rows, len(sqr), len(var)} - {1}
+            if len(lengths) > 1:
+                raise ValueError(
+                    f"gradient statistics of {len(sqr)} and {len(var)} rows for a grid of {rows}"
+                )
+            rows = lengths.pop() if lengths else 1
+        outside = _NOTHING_OUTSIDE if grid.outside is None else grid.outside
+        value, b, s = best_batches(
+            grid.total,
+            grid.t_iter,
+            outside,
+            sqr,
+            var,
+            grid.replicas,
+            grid.local_bsz,
+            grid.accum,
+            float(self.init_batch_size),
+            float(self.max_batch_size),
+            statistical,
+            rows,
+        )
+        return BatchChoice(value, b, s)
 
     def speedup(self, nodes: ArrayLike, replicas: ArrayLike, base_goodput: float) -> NDArray:
         """Best goodput at each allocation relative to ``base_goodput``; 0 for no GPUs."""
@@ -212,19 +225,30 @@ class GoodputModel:
 def frozen_grid(
     model: GoodputModel, nodes: tuple[float, ...], replicas: tuple[float, ...]
 ) -> ConfigGrid:
-    """``model.config_grid`` of these pairs, read-only, to be memoised by its arguments (a
-    model without statistics): a job whose fit stays while its statistics change (sia's jobs
-    re-choose their batch at every round and epoch boundary) prices the same grid again."""
-    grid = model.config_grid(np.array(nodes, dtype=float), np.array(replicas, dtype=float))
-    for array in (grid.replicas, grid.local_bsz, grid.accum, grid.total, grid.t_iter):
-        array.flags.writeable = False
-    if grid.outside is not None:
-        grid.outside.flags.writeable = False
-    return grid
+    """``model.config_grid`` of these pairs, to be memoised by its arguments (a model without
+    statistics): a job whose fit stays while its statistics change (sia's jobs re-choose their
+    batch at every round and epoch boundary) prices the same grid again."""
+    return model.config_grid(np.array(nodes, dtype=float), np.array(replicas, dtype=float))
+
+
+def _frozen(array: NDArray) -> NDArray:
+    """``array`` C-ordered and read-only (copied when it is not C-ordered)."""
+    frozen = np.ascontiguousarray(array).view()  # a view: the caller's array stays writable
+    frozen.flags.writeable = False
+    return frozen
 
 
 _SHARED_PAIRS = 4  # optimize shares the grids of this many pairs or fewer (a job's plan: one)
 _shared_grid = functools.lru_cache(maxsize=4096)(frozen_grid)
+
+
+_NOTHING_OUTSIDE = _frozen(np.zeros((0, 0), dtype=bool))  # a grid whose candidates all count
+
+
+def _statistic(value: ArrayLike) -> NDArray[np.float64]:
+    """Gradient statistics as the batch kernel takes them, the same type every time (a fresh
+    C-ordered array): one per row, or one for all."""
+    return np.array(value, dtype=np.float64, ndmin=1)
 
 
 def without_statistics(model: GoodputModel) -> GoodputModel:
