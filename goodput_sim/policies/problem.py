@@ -11,6 +11,7 @@ costs 1000 in the sum of inverses. Optimisers minimise the sum of per-job costs
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -52,6 +53,22 @@ class Fairness:
             return np.exp(-total / count)
         mean = total / count if self.p < 0 else -total / count
         return mean ** (1.0 / self.p)
+
+
+@functools.lru_cache(maxsize=64)
+def _whole_node_counts(capacity: bytes, width: int) -> NDArray[np.bool_]:
+    """:attr:`AllocationProblem.whole_node_counts` of nodes holding ``capacity`` GPUs each (int64
+    bytes), for counts below ``width``: a subset-sum reach over the node sizes."""
+    gpus = np.frombuffer(capacity, dtype=np.int64)
+    reach = np.zeros(width, dtype=bool)
+    reach[0] = True
+    sizes, counts = np.unique(gpus[gpus > 0], return_counts=True)
+    for size, count in zip(sizes.tolist(), counts.tolist(), strict=True):
+        before = reach.copy()
+        for k in range(1, min(count, (width - 1) // size) + 1):
+            reach[k * size :] |= before[: width - k * size]
+    reach.flags.writeable = False
+    return reach
 
 
 @dataclass
@@ -109,16 +126,9 @@ class AllocationProblem:
     @cached_property
     def whole_node_counts(self) -> NDArray[np.bool_]:
         """For each GPU count of the speedup tables, whether some set of whole nodes holds
-        exactly that many GPUs (the sums of node capacities, whatever the node shapes)."""
-        width = self.padded_speedups.shape[2]
-        reach = np.zeros(width, dtype=bool)
-        reach[0] = True
-        sizes, counts = np.unique(self.capacity[self.capacity > 0], return_counts=True)
-        for size, count in zip(sizes.tolist(), counts.tolist(), strict=True):
-            before = reach.copy()
-            for k in range(1, min(count, (width - 1) // size) + 1):
-                reach[k * size :] |= before[: width - k * size]
-        return reach
+        exactly that many GPUs (the sums of node capacities, whatever the node shapes; read-only,
+        shared by the rounds of one cluster)."""
+        return _whole_node_counts(self.capacity.tobytes(), self.padded_speedups.shape[2])
 
     def objective(self, population: NDArray[np.int64]) -> NDArray[np.float64]:
         """Power mean of values (higher is better), per individual."""
