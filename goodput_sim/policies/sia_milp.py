@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +34,6 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
 
 __all__ = ["SiaMilpResult", "assignment_objective", "solve_sia_milp"]
 
@@ -328,13 +328,17 @@ class _Program:
     def columns(self) -> int:
         return self.cost.shape[0]
 
-    def matrix(self, keep: NDArray[np.int64] | None = None) -> sparse.csc_array:
-        columns = np.arange(self.columns) if keep is None else keep
-        index = np.arange(len(columns))
-        rows = np.concatenate([self.job_of[columns], self.jobs + self.type_of[columns]])
-        data = np.concatenate([np.ones(len(columns)), self.gpus[columns].astype(float)])
-        shape = (self.jobs + self.capacity.shape[0], len(columns))
-        return sparse.csc_array((data, (rows, np.concatenate([index, index]))), shape=shape)
+    def matrix(self, keep: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray]:
+        """The constraint matrix's columns ``keep``, compressed by column (starts, row indices,
+        values): each column holds a 1 in its job's row and its GPU count in its type's row."""
+        count = len(keep)
+        index = np.empty(2 * count, dtype=np.int64)
+        index[0::2] = self.job_of[keep]
+        index[1::2] = self.jobs + self.type_of[keep]
+        value = np.empty(2 * count)
+        value[0::2] = 1.0
+        value[1::2] = self.gpus[keep]
+        return np.arange(0, 2 * count + 1, 2), index, value
 
     def row_upper(self) -> NDArray[np.float64]:
         return np.concatenate([np.ones(self.jobs), self.capacity])
@@ -420,34 +424,47 @@ def _within(value: float, bound: float, gap: float, step: float) -> bool:
 
 
 def _highs(gap: float | None = None, step: float = 0.0) -> highspy.Highs:
-    """A HiGHS instance, silent and single-threaded (deterministic), with tight tolerances;
-    for a MIP, the relative ``gap`` and an absolute one just under one ``step``."""
-    with _native_stdout_silenced():  # the first instance prints a banner
-        h = highspy.Highs()
-    for name, setting in (("output_flag", False), ("threads", 1), *_TOLERANCES.items()):
-        h.setOptionValue(name, setting)
-    if gap is not None:
+    """A HiGHS instance with no model, silent and single-threaded (deterministic), with tight
+    tolerances; for a MIP, the relative ``gap`` and an absolute one just under one ``step``.
+    Each thread keeps one for relaxations and one for MIPs, cleared between programs: making
+    one costs more than solving a small relaxation."""
+    mip = gap is not None
+    kind = "mip" if mip else "relaxation"
+    h = getattr(_SOLVERS, kind, None)
+    if h is None:
+        with _native_stdout_silenced():  # the first instance prints a banner
+            h = highspy.Highs()
+        setattr(_SOLVERS, kind, h)
+        for name, setting in (("output_flag", False), ("threads", 1), *_TOLERANCES.items()):
+            h.setOptionValue(name, setting)
+    else:
+        h.clearModel()
+    if mip:
         h.setOptionValue("mip_rel_gap", gap)
         h.setOptionValue("mip_abs_gap", 0.999 * step)
     return h
 
 
+_SOLVERS = threading.local()  # per thread: HiGHS instances are not shared between threads
+
+
 def _model(
     program: _Program, keep: NDArray[np.int64], lower: NDArray[np.float64], integer: bool
 ) -> highspy.HighsLp:
-    matrix = program.matrix(keep)
+    start, index, value = program.matrix(keep)
+    rows = program.jobs + program.capacity.shape[0]
     lp = highspy.HighsLp()
     lp.num_col_ = len(keep)
-    lp.num_row_ = matrix.shape[0]
+    lp.num_row_ = rows
     lp.col_cost_ = program.cost[keep]
     lp.col_lower_ = lower[keep]
     lp.col_upper_ = program.upper[keep]
-    lp.row_lower_ = np.full(matrix.shape[0], -highspy.kHighsInf)
+    lp.row_lower_ = np.full(rows, -highspy.kHighsInf)
     lp.row_upper_ = program.row_upper()
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = matrix.indptr
-    lp.a_matrix_.index_ = matrix.indices
-    lp.a_matrix_.value_ = matrix.data
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
     if integer:
         lp.integrality_ = [highspy.HighsVarType.kInteger] * len(keep)
     return lp
