@@ -1,6 +1,7 @@
 """The compiled kernels' cache: where numba keeps it, and compiling it once.
 
-The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`), the throughput fits'
+The elastic policies' kernels (:mod:`goodput_sim.policies.kernels`), sia's feasible answer's
+(:mod:`goodput_sim.policies.sia_kernels`), the throughput fits'
 (:mod:`goodput_sim.models.fit_kernels`, :mod:`goodput_sim.models.artifact_kernels`) and the batch
 choice's (:mod:`goodput_sim.models.batch_kernels`) are compiled by numba and cached on disk
 (``njit(cache=True)``): about 15 s of CPU the first time, a third of a second to load after.
@@ -32,6 +33,7 @@ def signatures() -> dict:
     from goodput_sim.models import fit_kernels as fit
     from goodput_sim.models import libm
     from goodput_sim.policies import kernels
+    from goodput_sim.policies import sia_kernels as sia
 
     f8, i8, b1 = t.float64, t.int64, t.boolean
     f1, f2, f3 = f8[::1], f8[:, ::1], f8[:, :, ::1]
@@ -46,6 +48,9 @@ def signatures() -> dict:
         kernels.restoration_counts: [(i2, i2, i1, i1, i1, i1, b1)],
         kernels.transfer_moves: [moves],
         kernels.best_harmonic_transfer: [(*moves, f1, f8)],
+        sia.fill_greedily: [(i1, f1, i1, i1, i1, i1, f1)],
+        sia.move_one_at_a_time: [(f1, i1, i1, i1, b1d, i1, f1, i8)],
+        sia.knapsack_on_type: [(i1, b1d, i1, b1d, i1, i1, f1, i8, i8, i1)],
         batch.best_batches: [(grid2, grid2, mask, f1, f1, grid1, grid2, grid2, f8, f8, b1, i8)],
         fit.levenberg_marquardt: [(f1, f1, f1, *fit_inputs, f8, i8)],
         fit.objective: [(f1, *fit_inputs)],

@@ -546,7 +546,10 @@ def _feasible_answer(
     jobs filled greedily by cost, then improved by moving one job at a time and by an exact
     knapsack over each type's GPUs, twice, until it meets ``bound``. Each step keeps it feasible
     and never worsens it; the knapsacks use only the columns whose reduced cost leaves them a
-    chance to improve it (as :func:`_fixed_by_reduced_cost`)."""
+    chance to improve it (as :func:`_fixed_by_reduced_cost`). The loops are compiled
+    (:mod:`goodput_sim.policies.sia_kernels`)."""
+    from goodput_sim.policies import sia_kernels as kernels
+
     choice = np.full(program.jobs, -1)
     taken = np.flatnonzero((relaxation.x > 1 - 1e-9) | (program.lower > 0))
     choice[program.job_of[taken]] = taken
@@ -556,9 +559,12 @@ def _feasible_answer(
         choice[program.job_of[taken]] = taken
     pinned = np.zeros(program.jobs, dtype=bool)
     pinned[program.job_of[program.lower > 0]] = True
-    columns = _columns_by_job(program)
-    _fill_greedily(program, choice)
-    _move_one_at_a_time(program, choice, columns, pinned)
+    bounds = np.searchsorted(program.job_of, np.arange(program.jobs + 1))  # each job's columns
+    order = np.argsort(program.cost, kind="stable")
+    columns = (program.cost, program.job_of, program.type_of, program.gpus)
+    kernels.fill_greedily(order, *columns, choice, _left(program, choice))
+    moves = (program.cost, program.type_of, program.gpus, bounds, pinned)
+    kernels.move_one_at_a_time(*moves, choice, _left(program, choice), _PASSES)
     for _ in range(2):
         value = float(program.cost[choice[choice >= 0]].sum())
         if _within(value, bound, gap, program.step):
@@ -566,17 +572,14 @@ def _feasible_answer(
         room = value - relaxation.objective + _slack(relaxation.objective)
         usable = relaxation.reduced <= room
         for gpu_type in range(program.capacity.shape[0]):
-            _knapsack_on_type(program, choice, columns, pinned, gpu_type, usable)
-        _move_one_at_a_time(program, choice, columns, pinned)
+            _knapsack_on_type(program, choice, bounds, pinned, gpu_type, usable)
+        kernels.move_one_at_a_time(*moves, choice, _left(program, choice), _PASSES)
     answer = np.zeros(program.columns)
     answer[choice[choice >= 0]] = 1.0
     return answer
 
 
-def _columns_by_job(program: _Program) -> list[NDArray[np.int64]]:
-    """Each job's columns (the columns are ordered by job)."""
-    bounds = np.searchsorted(program.job_of, np.arange(program.jobs + 1))
-    return [np.arange(bounds[j], bounds[j + 1]) for j in range(program.jobs)]
+_PASSES = 3  # the one-job moves stop after this many passes over the jobs
 
 
 def _left(program: _Program, choice: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -588,92 +591,30 @@ def _left(program: _Program, choice: NDArray[np.int64]) -> NDArray[np.float64]:
     return program.capacity - used
 
 
-def _fill_greedily(program: _Program, choice: NDArray[np.int64]) -> None:
-    """Unassigned jobs take their cheapest column that fits, cheapest columns first."""
-    left = _left(program, choice)
-    for column in np.argsort(program.cost, kind="stable"):
-        job, gpu_type = program.job_of[column], program.type_of[column]
-        if program.cost[column] >= 0:
-            break
-        if choice[job] < 0 and program.gpus[column] <= left[gpu_type]:
-            choice[job] = column
-            left[gpu_type] -= program.gpus[column]
-
-
-def _move_one_at_a_time(
-    program: _Program,
-    choice: NDArray[np.int64],
-    columns: list[NDArray[np.int64]],
-    pinned: NDArray[np.bool_],
-    passes: int = 3,
-) -> None:
-    """Each unpinned job in turn moves to its cheapest column that fits, while any improves."""
-    left = _left(program, choice)
-    cost, gpus, types = program.cost, program.gpus, program.type_of
-    for _ in range(passes):
-        moved = False
-        for job in np.flatnonzero(~pinned):
-            mine, current = columns[job], choice[job]
-            room = left[types[mine]]
-            if current >= 0:
-                room = room + np.where(types[mine] == types[current], gpus[current], 0)
-            now = cost[current] if current >= 0 else 0.0
-            better = np.flatnonzero((gpus[mine] <= room) & (cost[mine] < now))
-            if not len(better):
-                continue
-            best = mine[better[np.argmin(cost[mine][better])]]
-            if current >= 0:
-                left[types[current]] += gpus[current]
-            left[types[best]] -= gpus[best]
-            choice[job] = best
-            moved = True
-        if not moved:
-            return
-
-
 def _knapsack_on_type(
     program: _Program,
     choice: NDArray[np.int64],
-    columns: list[NDArray[np.int64]],
+    bounds: NDArray[np.int64],
     pinned: NDArray[np.bool_],
     gpu_type: int,
     usable: NDArray[np.bool_],
 ) -> None:
     """The unpinned jobs on ``gpu_type`` and the unassigned ones re-chosen exactly among their
     ``usable`` columns of that type (or none) within its GPUs not taken by the others: a
-    multiple-choice knapsack by dynamic programming over GPU counts. The current choice is one
-    of its answers (its columns are usable), so the objective never worsens."""
+    multiple-choice knapsack by dynamic programming over GPU counts
+    (:func:`~goodput_sim.policies.sia_kernels.knapsack_on_type`). The current choice is one of
+    its answers (its columns are usable), so the objective never worsens."""
+    from goodput_sim.policies.sia_kernels import knapsack_on_type
+
     current_type = np.where(choice >= 0, program.type_of[np.maximum(choice, 0)], -1)
     members = np.flatnonzero(~pinned & ((current_type == gpu_type) | (choice < 0)))
-    on_type = choice[members][current_type[members] == gpu_type]
-    room = _left(program, choice)[gpu_type] + program.gpus[on_type].sum()
+    on_type = current_type[members] == gpu_type
+    room = _left(program, choice)[gpu_type] + program.gpus[choice[members][on_type]].sum()
     size = int(math.floor(room + 1e-9))
     if not len(members) or size < 0 or len(members) * (size + 1) > _KNAPSACK_STATES:
         return
-    best = np.zeros(size + 1)  # best[g]: least cost with at most g GPUs, over the jobs so far
-    picks = []
-    for job in members:
-        mine = columns[job]
-        mine = mine[usable[mine] & (program.type_of[mine] == gpu_type)]
-        mine = mine[program.gpus[mine] <= size]
-        pick = np.full(size + 1, -1)
-        after = best.copy()
-        for column in mine:
-            g = int(program.gpus[column])
-            candidate = best[: size + 1 - g] + program.cost[column]
-            better = candidate < after[g:]
-            after[g:] = np.where(better, candidate, after[g:])
-            pick[g:] = np.where(better, column, pick[g:])
-        best = after
-        picks.append(pick)
-    g = int(np.argmin(best))
-    for job, pick in zip(members[::-1], picks[::-1], strict=True):
-        column = int(pick[g])
-        if column >= 0:
-            choice[job] = column
-            g -= int(program.gpus[column])
-        elif current_type[job] == gpu_type:
-            choice[job] = -1
+    columns = (usable, program.type_of, program.gpus, program.cost)
+    knapsack_on_type(members, on_type, bounds, *columns, gpu_type, size, choice)
 
 
 @contextmanager
