@@ -145,9 +145,6 @@ class JobBelief:
         self.fits = 0
         self._stale = False
         self._max_replicas = 0  # most GPUs of any observed configuration
-        self._shapes: set[tuple[int, int]] = set()  # (nodes, replicas) observed
-        self._batches: tuple[float, float] | None = None  # smallest, largest per-GPU batch seen
-        self._rows: list[tuple] = []  # the observations as fit rows, in order
         self._memo = memo or FitMemo(maxsize=64)
         self._view: BeliefView | None = None
 
@@ -163,14 +160,11 @@ class JobBelief:
         key = (nodes, replicas, float(local_bsz))  # as observed() reads it
         if key in self.observations:
             return
-        new_shape = (nodes, replicas) not in self._shapes
-        batches = self._batches
-        outside = batches is None or not batches[0] <= local_bsz <= batches[1]
-        self.observations[key] = times = (step - sync, step)
-        self._rows.append((*key, *times))
-        self._shapes.add((nodes, replicas))
-        low, high = (key[2], key[2]) if batches is None else batches
-        self._batches = (min(low, key[2]), max(high, key[2]))
+        seen = self.observations.keys()
+        new_shape = all((n, r) != (nodes, replicas) for n, r, _ in seen)
+        batches = [b for _, _, b in seen]
+        outside = not batches or not min(batches) <= local_bsz <= max(batches)
+        self.observations[key] = (step - sync, step)
         self._max_replicas = max(self._max_replicas, int(replicas))
         if (new_shape or outside or self._memo.every_configuration) and not self.oracle:
             self._stale = True
@@ -193,7 +187,7 @@ class JobBelief:
         """Refit the throughput model if new configurations were observed since the last fit."""
         if not self._stale:
             return
-        rows = tuple(self._rows)
+        rows = tuple((*key, *times) for key, times in self.observations.items())
         start = None if self._memo.every_configuration else self.params
         self.params = self._memo.fitted(start, rows)
         self.fits += 1
