@@ -195,12 +195,16 @@ class ClusterSpec:
         """GPUs of the nodes up, largest first."""
         return np.sort(self.capacity[self.capacity > 0])[::-1]
 
+    @cached_property
+    def _filled(self) -> NDArray[np.int64]:
+        """GPUs of the first k nodes of :attr:`_descending`, for k = 1, 2, ..."""
+        return np.cumsum(self._descending)
+
     def packed_node_counts(self, replicas: NDArray[np.int64]) -> NDArray[np.int64]:
         """Nodes of each ``packed_layout`` of ``replicas`` (>= 1) GPUs, for many at once."""
-        sizes = self._descending
+        sizes, filled = self._descending, self._filled
         if not sizes.size:
             raise ValueError("no node is up")
-        filled = np.cumsum(sizes)
         replicas = np.asarray(replicas, dtype=np.int64)
         within = np.searchsorted(filled, replicas) + 1
         beyond = len(sizes) - (-(replicas - filled[-1]) // sizes[0])
@@ -226,7 +230,7 @@ class ClusterSpec:
             return ()
         if not sizes.size:
             raise ValueError("no node is up")
-        filled = np.cumsum(sizes)
+        filled = self._filled
         if replicas > filled[-1]:
             rest = packed_placement(int(replicas - filled[-1]), int(sizes[0]))
             return tuple(int(g) for g in sizes) + rest
