@@ -119,6 +119,22 @@ def test_whole_node_counts_are_the_sums_of_node_capacities():
     assert np.isinf(costs[0, [9, 11, 13]]).all()
 
 
+def test_whole_node_counts_depend_on_the_node_sizes_alone():
+    """Memoised per cluster: the same answer whatever the node order, and another cluster's
+    answer in between does not leak into it."""
+    tables = [speedup_table(lambda n, r: r, 14, 3, 8)]
+    current = np.zeros((1, 3), dtype=np.int64)
+
+    def counts(capacity):
+        problem = AllocationProblem(["j"], np.array([14]), np.ones(1), current, capacity, tables)
+        return problem.whole_node_counts.tolist()
+
+    first = counts([8, 4, 2])
+    other = counts([4, 4, 4])
+    assert counts([2, 8, 4]) == counts([4, 2, 8]) == first
+    assert other != first and counts([4, 4, 4]) == other and counts([8, 4, 2]) == first
+
+
 def test_the_nodes_plot_divides_by_each_rounds_gpus_up():
     rounds = pd.DataFrame(
         {

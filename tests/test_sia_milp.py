@@ -349,6 +349,20 @@ def test_sia_like_instances_reach_every_stage(monkeypatch) -> None:
     assert seen.count("_feasible_answer") > seen.count("_branch_and_bound") > 0
 
 
+def test_answers_do_not_depend_on_what_was_solved_before() -> None:
+    """HiGHS instances are kept between programs (one per thread): each program gets the same
+    answer whichever programs came before it, and in a thread with instances of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    instances = [sia_like_instance(seed, *variant) for seed in range(6) for variant in VARIANTS]
+    forward = [solve_sia_milp(**inst).choice for inst in instances]
+    backward = [solve_sia_milp(**inst).choice for inst in reversed(instances)][::-1]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        fresh = [pool.submit(solve_sia_milp, **inst).result().choice for inst in instances[::3]]
+    assert forward == backward
+    assert fresh == forward[::3]
+
+
 @pytest.mark.parametrize("gap", [1e-4, 1e-2, 0.1])
 def test_relative_gap_bounds_the_loss(gap: float) -> None:
     for seed in range(6):

@@ -11,10 +11,9 @@ costs 1000 in the sum of inverses. Optimisers minimise the sum of per-job costs
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,7 +54,7 @@ class Fairness:
         return mean ** (1.0 / self.p)
 
 
-@functools.lru_cache(maxsize=64)
+@lru_cache(maxsize=64)
 def _whole_node_counts(capacity: bytes, width: int) -> NDArray[np.bool_]:
     """:attr:`AllocationProblem.whole_node_counts` of nodes holding ``capacity`` GPUs each (int64
     bytes), for counts below ``width``: a subset-sum reach over the node sizes."""
